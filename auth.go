@@ -1,0 +1,331 @@
+package payoutkit
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/mail"
+	"net/url"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Workspace is one merchant: its own balance, payouts, orders, API keys,
+// staff and webhook destination. Workspaces share nothing.
+type Workspace struct {
+	ID            string
+	Name          string
+	WebhookURL    string // empty: events are kept but not sent
+	WebhookSecret string // whsec_…, the HMAC key of webhook signatures
+	CreatedAt     time.Time
+}
+
+// StaffUser is a person who signs in to the portal with e-mail and password.
+type StaffUser struct {
+	WorkspaceID  string
+	Email        string // lower-cased; unique across workspaces
+	PasswordHash string // bcrypt
+	CreatedAt    time.Time
+}
+
+// APIKey is a stored API key: its public prefix and the SHA-256 of the whole
+// key. The key itself is never stored.
+type APIKey struct {
+	Prefix      string
+	WorkspaceID string
+	Hash        [sha256.Size]byte
+	CreatedAt   time.Time
+	RevokedAt   time.Time // zero while active
+	LastUsedAt  time.Time // zero until first used
+}
+
+// Active reports whether the key may still authenticate.
+func (k APIKey) Active() bool { return k.RevokedAt.IsZero() }
+
+// Principal is who an authenticated API request acts for.
+type Principal struct {
+	WorkspaceID string
+	KeyPrefix   string
+}
+
+// NewKey is a freshly made API key. Key is the plain key: show it once and
+// forget it.
+type NewKey struct {
+	Key    string `json:"api_key"`
+	Prefix string `json:"prefix"`
+}
+
+// API keys look like sk_<8 prefix characters>_<32 secret characters>.
+const (
+	keyScheme    = "sk_"
+	keyPrefixLen = 8
+	keySecretLen = 32
+	keyLen       = len(keyScheme) + keyPrefixLen + 1 + keySecretLen
+)
+
+// keyTouchInterval bounds how often a key's last use is written, so that
+// authentication stays a read on the hot path.
+const keyTouchInterval = time.Minute
+
+func (e *Engine) newAPIKey(workspaceID string) (NewKey, APIKey) {
+	prefix := randomBase62(keyPrefixLen)
+	plain := keyScheme + prefix + "_" + randomBase62(keySecretLen)
+	return NewKey{Key: plain, Prefix: prefix}, APIKey{
+		Prefix: prefix, WorkspaceID: workspaceID, Hash: sha256.Sum256([]byte(plain)), CreatedAt: e.clock(),
+	}
+}
+
+// Authenticate resolves an Authorization header value ("Bearer <key>", the
+// scheme word in any case, or the bare key) to the workspace of an active
+// key. Anything else is ErrUnauthorized.
+func (e *Engine) Authenticate(ctx context.Context, authorization string) (Principal, error) {
+	plain, ok := keyFromHeader(authorization)
+	if !ok {
+		return Principal{}, newError(ErrUnauthorized, "missing or malformed API key")
+	}
+	prefix := plain[len(keyScheme) : len(keyScheme)+keyPrefixLen]
+	key, err := e.store.APIKey(ctx, prefix)
+	if errors.Is(err, ErrNotFound) {
+		return Principal{}, newError(ErrUnauthorized, "invalid API key")
+	} else if err != nil {
+		return Principal{}, err
+	}
+	sum := sha256.Sum256([]byte(plain))
+	if subtle.ConstantTimeCompare(sum[:], key.Hash[:]) != 1 || !key.Active() {
+		return Principal{}, newError(ErrUnauthorized, "invalid API key")
+	}
+	if now := e.clock(); now.Sub(key.LastUsedAt) >= keyTouchInterval {
+		if err := e.store.TouchAPIKey(ctx, prefix, now); err != nil {
+			e.log.WarnContext(ctx, "recording API key use", "prefix", prefix, "err", err)
+		}
+	}
+	return Principal{WorkspaceID: key.WorkspaceID, KeyPrefix: prefix}, nil
+}
+
+// keyFromHeader extracts a well-formed key from an Authorization value.
+func keyFromHeader(h string) (string, bool) {
+	key := h
+	if scheme, rest, found := strings.Cut(h, " "); found {
+		if !strings.EqualFold(scheme, "Bearer") {
+			return "", false
+		}
+		key = strings.TrimLeft(rest, " ")
+	}
+	if len(key) != keyLen || !strings.HasPrefix(key, keyScheme) || key[len(keyScheme)+keyPrefixLen] != '_' {
+		return "", false
+	}
+	for i := len(keyScheme); i < len(key); i++ {
+		if c := key[i]; i != len(keyScheme)+keyPrefixLen && !isAlnum(c) {
+			return "", false
+		}
+	}
+	return key, true
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// CreateWorkspaceRequest describes a new workspace and its first staff user.
+type CreateWorkspaceRequest struct {
+	// Name is shown in the portal. Required.
+	Name string
+	// WebhookURL is where events are sent; optional, http or https.
+	WebhookURL string
+	// StaffEmail is the first staff user's login. Defaults to
+	// admin+<workspace id>@payoutkit.local.
+	StaffEmail string
+	// StaffPassword is that user's password, at least 12 characters.
+	// Defaults to a random one, returned once in NewWorkspace.
+	StaffPassword string
+}
+
+// NewWorkspace is a created workspace with its secrets, shown once.
+type NewWorkspace struct {
+	Workspace     Workspace
+	APIKey        NewKey
+	StaffEmail    string
+	StaffPassword string
+}
+
+// CreateWorkspace creates a workspace with a zero balance, a webhook signing
+// secret, its first staff user and its first API key.
+func (e *Engine) CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest) (NewWorkspace, error) {
+	var v validation
+	checkText(&v, "name", req.Name, true, maxText)
+	checkWebhookURL(&v, req.WebhookURL)
+	if req.StaffEmail != "" {
+		checkEmail(&v, req.StaffEmail)
+	}
+	if req.StaffPassword != "" && len(req.StaffPassword) < 12 {
+		v.add("staff_password", "must be at least 12 characters")
+	}
+	if len(req.StaffPassword) > 72 { // bcrypt reads no further
+		v.add("staff_password", "must be at most 72 bytes")
+	}
+	if err := v.err(); err != nil {
+		return NewWorkspace{}, err
+	}
+	now := e.clock()
+	ws := Workspace{
+		ID: "ws_" + randomBase62(16), Name: req.Name, WebhookURL: req.WebhookURL,
+		WebhookSecret: newWebhookSecret(), CreatedAt: now,
+	}
+	email := strings.ToLower(req.StaffEmail)
+	if email == "" {
+		email = "admin+" + strings.ToLower(ws.ID) + "@payoutkit.local"
+	}
+	password := req.StaffPassword
+	if password == "" {
+		password = randomBase62(20)
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), e.pwCost)
+	if err != nil {
+		return NewWorkspace{}, fmt.Errorf("hashing staff password: %w", err)
+	}
+	staff := StaffUser{WorkspaceID: ws.ID, Email: email, PasswordHash: string(hash), CreatedAt: now}
+	plain, key := e.newAPIKey(ws.ID)
+	if err := e.store.CreateWorkspace(ctx, ws, staff, key); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return NewWorkspace{}, invalidField("staff_email", "is already in use")
+		}
+		return NewWorkspace{}, err
+	}
+	return NewWorkspace{Workspace: ws, APIKey: plain, StaffEmail: email, StaffPassword: password}, nil
+}
+
+// SignIn checks a staff user's e-mail and password, in time that does not
+// reveal whether the e-mail exists. A wrong pair is ErrUnauthorized.
+func (e *Engine) SignIn(ctx context.Context, email, password string) (StaffUser, error) {
+	u, err := e.store.StaffUser(ctx, strings.ToLower(email))
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return StaffUser{}, err
+	}
+	hash := []byte(u.PasswordHash)
+	if u.Email == "" {
+		hash = e.dummyHash()
+	}
+	if bcrypt.CompareHashAndPassword(hash, []byte(password)) != nil || u.Email == "" {
+		return StaffUser{}, newError(ErrUnauthorized, "wrong e-mail or password")
+	}
+	return u, nil
+}
+
+// CreateAPIKey adds an API key to the workspace and returns it once.
+func (e *Engine) CreateAPIKey(ctx context.Context, workspaceID string) (NewKey, error) {
+	if _, err := e.workspace(ctx, workspaceID); err != nil {
+		return NewKey{}, err
+	}
+	for {
+		plain, key := e.newAPIKey(workspaceID)
+		err := e.store.InsertAPIKey(ctx, key)
+		if errors.Is(err, ErrConflict) { // prefix collision: 62^8 makes it rare
+			continue
+		}
+		return plain, err
+	}
+}
+
+// APIKeys lists the workspace's keys (prefixes and times, never a key).
+func (e *Engine) APIKeys(ctx context.Context, workspaceID string) ([]APIKey, error) {
+	if _, err := e.workspace(ctx, workspaceID); err != nil {
+		return nil, err
+	}
+	return e.store.APIKeys(ctx, workspaceID)
+}
+
+// RevokeAPIKey revokes the workspace's active key with the given prefix
+// (with or without the leading "sk_") and returns how many keys it revoked.
+// It takes effect on the next request everywhere.
+func (e *Engine) RevokeAPIKey(ctx context.Context, workspaceID, prefix string) (int, error) {
+	prefix = strings.TrimPrefix(prefix, keyScheme)
+	if len(prefix) != keyPrefixLen {
+		return 0, invalidField("prefix", fmt.Sprintf("must be %d characters", keyPrefixLen))
+	}
+	if _, err := e.workspace(ctx, workspaceID); err != nil {
+		return 0, err
+	}
+	return e.store.RevokeAPIKeys(ctx, workspaceID, prefix, e.clock())
+}
+
+// ResetAPIKeys revokes every active key of the workspace and returns one new
+// key, atomically.
+func (e *Engine) ResetAPIKeys(ctx context.Context, workspaceID string) (NewKey, error) {
+	if _, err := e.workspace(ctx, workspaceID); err != nil {
+		return NewKey{}, err
+	}
+	for {
+		plain, key := e.newAPIKey(workspaceID)
+		_, err := e.store.ResetAPIKeys(ctx, key)
+		if errors.Is(err, ErrConflict) {
+			continue
+		}
+		return plain, err
+	}
+}
+
+// Workspace returns one workspace, its webhook secret included.
+func (e *Engine) Workspace(ctx context.Context, workspaceID string) (Workspace, error) {
+	return e.workspace(ctx, workspaceID)
+}
+
+func (e *Engine) workspace(ctx context.Context, id string) (Workspace, error) {
+	ws, err := e.store.Workspace(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return Workspace{}, errNotFound("workspace")
+	}
+	return ws, err
+}
+
+// SetWebhookURL changes where the workspace's events are sent; empty stops
+// sending. The URL must be http or https.
+func (e *Engine) SetWebhookURL(ctx context.Context, workspaceID, webhookURL string) (Workspace, error) {
+	var v validation
+	checkWebhookURL(&v, webhookURL)
+	if err := v.err(); err != nil {
+		return Workspace{}, err
+	}
+	ws, err := e.workspace(ctx, workspaceID)
+	if err != nil {
+		return Workspace{}, err
+	}
+	ws.WebhookURL = webhookURL
+	return ws, e.store.SetWebhook(ctx, ws.ID, ws.WebhookURL, ws.WebhookSecret)
+}
+
+// RotateWebhookSecret gives the workspace a new signing secret and returns
+// the workspace with it. Events signed from now on use the new secret.
+func (e *Engine) RotateWebhookSecret(ctx context.Context, workspaceID string) (Workspace, error) {
+	ws, err := e.workspace(ctx, workspaceID)
+	if err != nil {
+		return Workspace{}, err
+	}
+	ws.WebhookSecret = newWebhookSecret()
+	return ws, e.store.SetWebhook(ctx, ws.ID, ws.WebhookURL, ws.WebhookSecret)
+}
+
+func newWebhookSecret() string { return "whsec_" + randomBase62(48) }
+
+func checkWebhookURL(v *validation, raw string) {
+	if raw == "" {
+		return
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case len(raw) > 2048:
+		v.add("webhook_url", "must be at most 2048 characters")
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		v.add("webhook_url", "must be an absolute http or https URL")
+	}
+}
+
+func checkEmail(v *validation, email string) {
+	a, err := mail.ParseAddress(email)
+	if err != nil || a.Address != email || len(email) > 254 {
+		v.add("staff_email", "must be an e-mail address")
+	}
+}

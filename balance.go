@@ -1,0 +1,65 @@
+package payoutkit
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Balance is a workspace's USD balance. Available is what payouts may spend;
+// InProgress is the sum of submitted payouts (already debited from Available).
+type Balance struct {
+	Available  Amount
+	InProgress Amount
+}
+
+// MarshalJSON renders the contract's balance object.
+func (b Balance) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Currency   string `json:"currency"`
+		Available  Amount `json:"available"`
+		InProgress Amount `json:"in_progress"`
+	}{Currency, b.Available, b.InProgress})
+}
+
+// UnmarshalJSON reads the contract's balance object.
+func (b *Balance) UnmarshalJSON(data []byte) error {
+	var j struct {
+		Available  Amount `json:"available"`
+		InProgress Amount `json:"in_progress"`
+	}
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	*b = Balance{Available: j.Available, InProgress: j.InProgress}
+	return nil
+}
+
+// LedgerKind names the cause of a ledger entry.
+type LedgerKind string
+
+// Every change of an available balance is one of these.
+const (
+	LedgerOrderCredit  LedgerKind = "order_credit"  // a paid order, +amount
+	LedgerPayoutDebit  LedgerKind = "payout_debit"  // an accepted payout, -amount
+	LedgerPayoutRefund LedgerKind = "payout_refund" // a failed payout, +amount
+)
+
+// LedgerEntry is one change of a workspace's available balance. The available
+// balance always equals the sum of the workspace's entries.
+type LedgerEntry struct {
+	WorkspaceID string
+	Kind        LedgerKind
+	// Amount is signed: credits are positive, debits negative.
+	Amount Amount
+	// Ref is the order_id or payout_id that caused the entry.
+	Ref string
+	// EventID is the event recorded with the entry.
+	EventID   string
+	CreatedAt time.Time
+}
+
+// Balance returns the workspace's available and in-progress amounts.
+func (e *Engine) Balance(ctx context.Context, workspaceID string) (Balance, error) {
+	return e.store.Balance(ctx, workspaceID)
+}

@@ -1,0 +1,115 @@
+package payoutkit
+
+import (
+	"errors"
+	"strings"
+)
+
+// Code is the numeric error code of the wire contract. The HTTP status of an
+// error response is Code / 100.
+type Code int
+
+// The contract's error codes that the engine produces. The HTTP layer adds the
+// transport-only ones (405, 413, 429, 500).
+const (
+	CodeInvalidInput Code = 40000
+	CodeUnauthorized Code = 40100
+	CodeNotFound     Code = 40400
+	CodeConflict     Code = 40900
+)
+
+// Sentinel errors. Every error the engine returns for a caller's mistake is an
+// *Error that matches exactly one of these with errors.Is (and
+// ErrInsufficientBalance also matches ErrInvalidInput, because an overdraft is
+// a 40000 like any other invalid request).
+var (
+	ErrInvalidInput        = &Error{Code: CodeInvalidInput, Message: "invalid input"}
+	ErrInsufficientBalance = &Error{Code: CodeInvalidInput, Message: "Insufficient available balance"}
+	ErrUnauthorized        = &Error{Code: CodeUnauthorized, Message: "unauthorized"}
+	ErrNotFound            = &Error{Code: CodeNotFound, Message: "not found"}
+	ErrConflict            = &Error{Code: CodeConflict, Message: "conflict"}
+)
+
+// FieldError names one invalid request field and what is wrong with it.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Error is the engine's error: a contract code, a message safe to show to the
+// caller, and for validation failures the offending fields.
+type Error struct {
+	Code    Code
+	Message string
+	Fields  []FieldError
+
+	kind *Error // the sentinel this error is an instance of
+}
+
+// Error returns the caller-facing message.
+func (e *Error) Error() string { return e.Message }
+
+// Is reports whether target is the sentinel of e's kind.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	if !ok {
+		return false
+	}
+	k := e.kind
+	if k == nil {
+		k = e
+	}
+	return t == k || (t == ErrInvalidInput && k.Code == CodeInvalidInput)
+}
+
+// CodeOf returns the contract code of err, or 0 when err carries none.
+func CodeOf(err error) Code {
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e.Code
+	}
+	return 0
+}
+
+func newError(kind *Error, message string) *Error {
+	return &Error{Code: kind.Code, Message: message, kind: kind}
+}
+
+// errNotFound reports an unknown resource, naming it ("payout not found").
+func errNotFound(what string) *Error { return newError(ErrNotFound, what+" not found") }
+
+// errConflict reports a request that the current state forbids.
+func errConflict(message string) *Error { return newError(ErrConflict, message) }
+
+// errInsufficientBalance is the overdraft error; its message is fixed by the contract.
+func errInsufficientBalance() *Error {
+	return newError(ErrInsufficientBalance, ErrInsufficientBalance.Message)
+}
+
+// validation collects field errors so that one response names every bad field.
+type validation struct{ fields []FieldError }
+
+func (v *validation) add(field, message string) {
+	v.fields = append(v.fields, FieldError{Field: field, Message: message})
+}
+
+// err returns nil when no field was invalid, otherwise a 40000 whose message
+// names each field ("amount must be greater than 0; address is required").
+func (v *validation) err() error {
+	if len(v.fields) == 0 {
+		return nil
+	}
+	parts := make([]string, len(v.fields))
+	for i, f := range v.fields {
+		parts[i] = f.Field + " " + f.Message
+	}
+	e := newError(ErrInvalidInput, strings.Join(parts, "; "))
+	e.Fields = v.fields
+	return e
+}
+
+// invalidField is a 40000 for a single field.
+func invalidField(field, message string) error {
+	var v validation
+	v.add(field, message)
+	return v.err()
+}

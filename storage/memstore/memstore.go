@@ -1,0 +1,601 @@
+// Package memstore is an in-memory payoutkit.Store: safe for concurrent use,
+// fast, and gone when the process ends. Use it in unit tests of code that
+// embeds the engine, and as the reference the SQL stores are checked against.
+package memstore
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/payoutkit/payoutkit"
+)
+
+// Store is an in-memory payoutkit.Store. One mutex guards everything, which
+// makes every operation trivially atomic; it is not built for throughput.
+type Store struct {
+	mu         sync.Mutex
+	seq        int64 // orders every row, for newest-first listings
+	workspaces map[string]*workspace
+	staff      map[string]payoutkit.StaffUser // by e-mail
+	keys       map[string]*payoutkit.APIKey   // by prefix
+	events     map[string]*event              // by id
+	pending    []*event                       // pending events, oldest first
+}
+
+type workspace struct {
+	ws      payoutkit.Workspace
+	balance payoutkit.Balance
+	payouts map[string]*payout
+	orders  map[string]*order
+	// Rows in creation order, for listings.
+	payoutList []*payout
+	orderList  []*order
+	ledger     []ledgerEntry
+	eventList  []*event
+}
+
+type payout struct {
+	payoutkit.Payout
+	seq        int64
+	handedOff  bool
+	leaseUntil time.Time
+}
+
+type order struct {
+	payoutkit.Order
+	seq int64
+}
+
+type ledgerEntry struct {
+	payoutkit.LedgerEntry
+	seq int64
+}
+
+type event struct {
+	payoutkit.Event
+	seq        int64
+	leaseOwner string
+	leaseUntil time.Time
+	attempts   []payoutkit.DeliveryAttempt
+}
+
+var _ payoutkit.Store = (*Store)(nil)
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{
+		workspaces: make(map[string]*workspace),
+		staff:      make(map[string]payoutkit.StaffUser),
+		keys:       make(map[string]*payoutkit.APIKey),
+		events:     make(map[string]*event),
+	}
+}
+
+// Close does nothing; the store lives as long as the value.
+func (s *Store) Close() error { return nil }
+
+func (s *Store) next() int64 { s.seq++; return s.seq }
+
+func (s *Store) workspace(id string) (*workspace, error) {
+	w := s.workspaces[id]
+	if w == nil {
+		return nil, payoutkit.ErrNotFound
+	}
+	return w, nil
+}
+
+// CreateWorkspace implements payoutkit.WorkspaceStore.
+func (s *Store) CreateWorkspace(_ context.Context, ws payoutkit.Workspace, staff payoutkit.StaffUser, key payoutkit.APIKey) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.workspaces[ws.ID] != nil || s.keys[key.Prefix] != nil {
+		return payoutkit.ErrConflict
+	}
+	if _, taken := s.staff[staff.Email]; taken {
+		return payoutkit.ErrConflict
+	}
+	s.workspaces[ws.ID] = &workspace{ws: ws, payouts: make(map[string]*payout), orders: make(map[string]*order)}
+	s.staff[staff.Email] = staff
+	s.keys[key.Prefix] = &key
+	return nil
+}
+
+// Workspace implements payoutkit.WorkspaceStore.
+func (s *Store) Workspace(_ context.Context, id string) (payoutkit.Workspace, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, err := s.workspace(id)
+	if err != nil {
+		return payoutkit.Workspace{}, err
+	}
+	return w.ws, nil
+}
+
+// SetWebhook implements payoutkit.WorkspaceStore.
+func (s *Store) SetWebhook(_ context.Context, workspaceID, url, secret string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, err := s.workspace(workspaceID)
+	if err != nil {
+		return err
+	}
+	w.ws.WebhookURL, w.ws.WebhookSecret = url, secret
+	return nil
+}
+
+// StaffUser implements payoutkit.WorkspaceStore.
+func (s *Store) StaffUser(_ context.Context, email string) (payoutkit.StaffUser, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.staff[email]
+	if !ok {
+		return payoutkit.StaffUser{}, payoutkit.ErrNotFound
+	}
+	return u, nil
+}
+
+// InsertAPIKey implements payoutkit.KeyStore.
+func (s *Store) InsertAPIKey(_ context.Context, key payoutkit.APIKey) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.insertKey(key)
+}
+
+func (s *Store) insertKey(key payoutkit.APIKey) error {
+	if s.keys[key.Prefix] != nil {
+		return payoutkit.ErrConflict
+	}
+	if _, err := s.workspace(key.WorkspaceID); err != nil {
+		return err
+	}
+	s.keys[key.Prefix] = &key
+	return nil
+}
+
+// APIKey implements payoutkit.KeyStore.
+func (s *Store) APIKey(_ context.Context, prefix string) (payoutkit.APIKey, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.keys[prefix]
+	if k == nil {
+		return payoutkit.APIKey{}, payoutkit.ErrNotFound
+	}
+	return *k, nil
+}
+
+// APIKeys implements payoutkit.KeyStore.
+func (s *Store) APIKeys(_ context.Context, workspaceID string) ([]payoutkit.APIKey, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []payoutkit.APIKey
+	for _, k := range s.keys {
+		if k.WorkspaceID == workspaceID {
+			out = append(out, *k)
+		}
+	}
+	slices.SortFunc(out, func(a, b payoutkit.APIKey) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return compareStrings(b.Prefix, a.Prefix)
+	})
+	return out, nil
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// RevokeAPIKeys implements payoutkit.KeyStore.
+func (s *Store) RevokeAPIKeys(_ context.Context, workspaceID, prefix string, at time.Time) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.revoke(workspaceID, prefix, at), nil
+}
+
+func (s *Store) revoke(workspaceID, prefix string, at time.Time) int {
+	n := 0
+	for _, k := range s.keys {
+		if k.WorkspaceID == workspaceID && k.Active() && (prefix == "" || k.Prefix == prefix) {
+			k.RevokedAt = at
+			n++
+		}
+	}
+	return n
+}
+
+// ResetAPIKeys implements payoutkit.KeyStore.
+func (s *Store) ResetAPIKeys(_ context.Context, key payoutkit.APIKey) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys[key.Prefix] != nil {
+		return 0, payoutkit.ErrConflict
+	}
+	if _, err := s.workspace(key.WorkspaceID); err != nil {
+		return 0, err
+	}
+	n := s.revoke(key.WorkspaceID, "", key.CreatedAt)
+	return n, s.insertKey(key)
+}
+
+// TouchAPIKey implements payoutkit.KeyStore.
+func (s *Store) TouchAPIKey(_ context.Context, prefix string, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if k := s.keys[prefix]; k != nil && at.After(k.LastUsedAt) {
+		k.LastUsedAt = at
+	}
+	return nil
+}
+
+// CreatePayout implements payoutkit.PayoutStore.
+func (s *Store) CreatePayout(_ context.Context, p payoutkit.Payout, ev payoutkit.Event) (payoutkit.Payout, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, err := s.workspace(p.WorkspaceID)
+	if err != nil {
+		return payoutkit.Payout{}, false, err
+	}
+	if old := w.payouts[p.PayoutID]; old != nil {
+		return old.Payout, false, nil
+	}
+	if w.balance.Available < p.Amount {
+		return payoutkit.Payout{}, false, payoutkit.ErrInsufficientBalance
+	}
+	w.balance.Available -= p.Amount
+	w.balance.InProgress += p.Amount
+	row := &payout{Payout: p, seq: s.next()}
+	w.payouts[p.PayoutID] = row
+	w.payoutList = append(w.payoutList, row)
+	s.addLedger(w, payoutkit.LedgerPayoutDebit, -p.Amount, p.PayoutID, ev)
+	s.addEvent(w, ev)
+	return p, true, nil
+}
+
+// SettlePayout implements payoutkit.PayoutStore.
+func (s *Store) SettlePayout(_ context.Context, p payoutkit.Payout, ev payoutkit.Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, err := s.workspace(p.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	row := w.payouts[p.PayoutID]
+	if row == nil {
+		return payoutkit.ErrNotFound
+	}
+	if row.Status != payoutkit.PayoutSubmitted {
+		return payoutkit.ErrConflict
+	}
+	row.Status, row.TxID, row.FailureReason, row.UpdatedAt = p.Status, p.TxID, p.FailureReason, p.UpdatedAt
+	w.balance.InProgress -= row.Amount
+	if p.Status == payoutkit.PayoutFailed {
+		w.balance.Available += row.Amount
+		s.addLedger(w, payoutkit.LedgerPayoutRefund, row.Amount, p.PayoutID, ev)
+	}
+	s.addEvent(w, ev)
+	return nil
+}
+
+// Payout implements payoutkit.PayoutStore.
+func (s *Store) Payout(_ context.Context, workspaceID, payoutID string) (payoutkit.Payout, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, err := s.workspace(workspaceID)
+	if err != nil {
+		return payoutkit.Payout{}, err
+	}
+	row := w.payouts[payoutID]
+	if row == nil {
+		return payoutkit.Payout{}, payoutkit.ErrNotFound
+	}
+	return row.Payout, nil
+}
+
+// Payouts implements payoutkit.PayoutStore.
+func (s *Store) Payouts(_ context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Payout], error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, err := s.workspace(workspaceID)
+	if err != nil {
+		return payoutkit.Page[payoutkit.Payout]{}, err
+	}
+	return pageOf(w.payoutList, page, func(r *payout) (int64, payoutkit.Payout) { return r.seq, r.Payout })
+}
+
+// ClaimPayoutHandoffs implements payoutkit.PayoutStore.
+func (s *Store) ClaimPayoutHandoffs(_ context.Context, _ string, now, leaseUntil time.Time, limit int) ([]payoutkit.Payout, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var due []*payout
+	for _, w := range s.workspaces {
+		for _, r := range w.payoutList {
+			if r.Status == payoutkit.PayoutSubmitted && !r.handedOff && !r.leaseUntil.After(now) {
+				due = append(due, r)
+			}
+		}
+	}
+	slices.SortFunc(due, func(a, b *payout) int { return int(a.seq - b.seq) })
+	out := make([]payoutkit.Payout, 0, min(limit, len(due)))
+	for _, r := range due[:min(limit, len(due))] {
+		r.leaseUntil = leaseUntil
+		out = append(out, r.Payout)
+	}
+	return out, nil
+}
+
+// MarkPayoutHandedOff implements payoutkit.PayoutStore.
+func (s *Store) MarkPayoutHandedOff(_ context.Context, workspaceID, payoutID string, _ time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, err := s.workspace(workspaceID)
+	if err != nil {
+		return err
+	}
+	row := w.payouts[payoutID]
+	if row == nil {
+		return payoutkit.ErrNotFound
+	}
+	row.handedOff = true
+	return nil
+}
+
+// CreateOrder implements payoutkit.OrderStore.
+func (s *Store) CreateOrder(_ context.Context, o payoutkit.Order) (payoutkit.Order, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, err := s.workspace(o.WorkspaceID)
+	if err != nil {
+		return payoutkit.Order{}, false, err
+	}
+	if old := w.orders[o.OrderID]; old != nil {
+		return old.Order, false, nil
+	}
+	row := &order{Order: o, seq: s.next()}
+	w.orders[o.OrderID] = row
+	w.orderList = append(w.orderList, row)
+	return o, true, nil
+}
+
+// MarkOrderPaid implements payoutkit.OrderStore.
+func (s *Store) MarkOrderPaid(_ context.Context, o payoutkit.Order, ev payoutkit.Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, err := s.workspace(o.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	row := w.orders[o.OrderID]
+	if row == nil {
+		return payoutkit.ErrNotFound
+	}
+	if row.Status != payoutkit.OrderPending {
+		return payoutkit.ErrConflict
+	}
+	row.Status, row.PaidAt, row.UpdatedAt = payoutkit.OrderPaid, o.PaidAt, o.UpdatedAt
+	w.balance.Available += row.Amount
+	s.addLedger(w, payoutkit.LedgerOrderCredit, row.Amount, o.OrderID, ev)
+	s.addEvent(w, ev)
+	return nil
+}
+
+// Order implements payoutkit.OrderStore.
+func (s *Store) Order(_ context.Context, workspaceID, orderID string) (payoutkit.Order, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, err := s.workspace(workspaceID)
+	if err != nil {
+		return payoutkit.Order{}, err
+	}
+	row := w.orders[orderID]
+	if row == nil {
+		return payoutkit.Order{}, payoutkit.ErrNotFound
+	}
+	return row.Order, nil
+}
+
+// Orders implements payoutkit.OrderStore.
+func (s *Store) Orders(_ context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Order], error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, err := s.workspace(workspaceID)
+	if err != nil {
+		return payoutkit.Page[payoutkit.Order]{}, err
+	}
+	return pageOf(w.orderList, page, func(r *order) (int64, payoutkit.Order) { return r.seq, r.Order })
+}
+
+// Balance implements payoutkit.LedgerStore.
+func (s *Store) Balance(_ context.Context, workspaceID string) (payoutkit.Balance, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, err := s.workspace(workspaceID)
+	if err != nil {
+		return payoutkit.Balance{}, err
+	}
+	return w.balance, nil
+}
+
+// Ledger implements payoutkit.LedgerStore.
+func (s *Store) Ledger(_ context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.LedgerEntry], error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, err := s.workspace(workspaceID)
+	if err != nil {
+		return payoutkit.Page[payoutkit.LedgerEntry]{}, err
+	}
+	return pageOf(w.ledger, page, func(e ledgerEntry) (int64, payoutkit.LedgerEntry) { return e.seq, e.LedgerEntry })
+}
+
+// Audit implements payoutkit.LedgerStore.
+func (s *Store) Audit(_ context.Context, workspaceID string) (payoutkit.Audit, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, err := s.workspace(workspaceID)
+	if err != nil {
+		return payoutkit.Audit{}, err
+	}
+	a := payoutkit.Audit{Available: w.balance.Available, InProgress: w.balance.InProgress}
+	for _, e := range w.ledger {
+		a.LedgerSum += e.Amount
+	}
+	for _, o := range w.orderList {
+		if o.Status == payoutkit.OrderPaid {
+			a.PaidOrders += o.Amount
+		}
+	}
+	for _, p := range w.payoutList {
+		switch p.Status {
+		case payoutkit.PayoutSubmitted:
+			a.SubmittedPayouts += p.Amount
+		case payoutkit.PayoutCompleted:
+			a.CompletedPayouts += p.Amount
+		}
+	}
+	return a, nil
+}
+
+func (s *Store) addLedger(w *workspace, kind payoutkit.LedgerKind, amount payoutkit.Amount, ref string, ev payoutkit.Event) {
+	w.ledger = append(w.ledger, ledgerEntry{seq: s.next(), LedgerEntry: payoutkit.LedgerEntry{
+		WorkspaceID: w.ws.ID, Kind: kind, Amount: amount, Ref: ref, EventID: ev.ID, CreatedAt: ev.CreatedAt,
+	}})
+}
+
+func (s *Store) addEvent(w *workspace, ev payoutkit.Event) {
+	row := &event{Event: ev, seq: s.next()}
+	s.events[ev.ID] = row
+	w.eventList = append(w.eventList, row)
+	if ev.State == payoutkit.DeliveryPending {
+		s.pending = append(s.pending, row)
+	}
+}
+
+// ClaimEvents implements payoutkit.Outbox.
+func (s *Store) ClaimEvents(_ context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	blocked := make(map[string]bool) // subjects with an earlier pending event
+	var out []payoutkit.Event
+	for _, e := range s.pending {
+		if len(out) >= limit {
+			break
+		}
+		subject := e.WorkspaceID + "\x00" + e.Subject
+		if blocked[subject] {
+			continue
+		}
+		blocked[subject] = true
+		if e.NextAttemptAt.After(now) || e.leaseUntil.After(now) {
+			continue
+		}
+		e.leaseOwner, e.leaseUntil = owner, leaseUntil
+		out = append(out, e.Event)
+	}
+	return out, nil
+}
+
+// RecordAttempt implements payoutkit.Outbox.
+func (s *Store) RecordAttempt(_ context.Context, owner string, a payoutkit.DeliveryAttempt, next payoutkit.EventDelivery) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.events[a.EventID]
+	if e == nil {
+		return payoutkit.ErrNotFound
+	}
+	if e.leaseOwner != owner || e.State != payoutkit.DeliveryPending {
+		return payoutkit.ErrConflict
+	}
+	e.attempts = append(e.attempts, a)
+	e.EventDelivery = next
+	e.leaseOwner, e.leaseUntil = "", time.Time{}
+	if next.State != payoutkit.DeliveryPending {
+		s.pending = slices.DeleteFunc(s.pending, func(p *event) bool { return p == e })
+	}
+	return nil
+}
+
+// Events implements payoutkit.Outbox.
+func (s *Store) Events(_ context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Event], error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, err := s.workspace(workspaceID)
+	if err != nil {
+		return payoutkit.Page[payoutkit.Event]{}, err
+	}
+	return pageOf(w.eventList, page, func(e *event) (int64, payoutkit.Event) { return e.seq, e.Event })
+}
+
+// Event implements payoutkit.Outbox.
+func (s *Store) Event(_ context.Context, workspaceID, eventID string) (payoutkit.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.events[eventID]
+	if e == nil || e.WorkspaceID != workspaceID {
+		return payoutkit.Event{}, payoutkit.ErrNotFound
+	}
+	return e.Event, nil
+}
+
+// DeliveryAttempts implements payoutkit.Outbox.
+func (s *Store) DeliveryAttempts(_ context.Context, workspaceID, eventID string) ([]payoutkit.DeliveryAttempt, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.events[eventID]
+	if e == nil || e.WorkspaceID != workspaceID {
+		return nil, payoutkit.ErrNotFound
+	}
+	return slices.Clone(e.attempts), nil
+}
+
+// ResendEvent implements payoutkit.Outbox.
+func (s *Store) ResendEvent(_ context.Context, workspaceID, eventID string, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.events[eventID]
+	if e == nil || e.WorkspaceID != workspaceID {
+		return payoutkit.ErrNotFound
+	}
+	if e.State == payoutkit.DeliveryPending {
+		return nil
+	}
+	e.State, e.NextAttemptAt = payoutkit.DeliveryPending, now
+	// Keep the pending list in event order so that per-subject ordering holds.
+	i, _ := slices.BinarySearchFunc(s.pending, e.seq, func(p *event, seq int64) int { return int(p.seq - seq) })
+	s.pending = slices.Insert(s.pending, i, e)
+	return nil
+}
+
+// pageOf cuts one newest-first page out of rows kept oldest first.
+func pageOf[R, T any](rows []R, req payoutkit.PageRequest, item func(R) (int64, T)) (payoutkit.Page[T], error) {
+	req = req.Normalize()
+	end := len(rows) // rows[:end] are older than the cursor
+	if req.Cursor != "" {
+		before, err := strconv.ParseInt(req.Cursor, 10, 64)
+		if err != nil {
+			return payoutkit.Page[T]{}, payoutkit.ErrInvalidInput
+		}
+		end, _ = slices.BinarySearchFunc(rows, before, func(r R, seq int64) int {
+			s, _ := item(r)
+			return int(s - seq)
+		})
+	}
+	var page payoutkit.Page[T]
+	for i := end - 1; i >= 0 && len(page.Items) < req.Limit; i-- {
+		_, v := item(rows[i])
+		page.Items = append(page.Items, v)
+		if len(page.Items) == req.Limit && i > 0 {
+			seq, _ := item(rows[i])
+			page.Next = strconv.FormatInt(seq, 10)
+		}
+	}
+	return page, nil
+}

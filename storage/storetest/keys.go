@@ -1,0 +1,211 @@
+package storetest
+
+import (
+	"crypto/rand"
+	"strings"
+	"testing"
+
+	"github.com/payoutkit/payoutkit"
+)
+
+func randomSuffix() string { return rand.Text()[:10] }
+
+func testKeys(t *testing.T, open Open) {
+	t.Run("AuthenticateForms", func(t *testing.T) {
+		e := newEnv(t, open)
+		nw := e.workspace()
+		key := nw.APIKey.Key
+		if !strings.HasPrefix(key, "sk_"+nw.APIKey.Prefix+"_") || len(key) != 44 {
+			t.Fatalf("key %q does not have the form sk_<prefix>_<32>", key)
+		}
+		for _, h := range []string{"Bearer " + key, "bearer " + key, "BEARER " + key, key} {
+			p, err := e.eng.Authenticate(e.ctx, h)
+			if err != nil {
+				t.Fatalf("Authenticate(%q): %v", h, err)
+			}
+			if p.WorkspaceID != nw.Workspace.ID || p.KeyPrefix != nw.APIKey.Prefix {
+				t.Fatalf("Authenticate(%q) = %+v", h, p)
+			}
+		}
+		bad := []string{
+			"", "Bearer", "Bearer ", "Basic " + key, "Token " + key, key + "x", key[:43],
+			"Bearer " + key[:len(key)-1] + "!", strings.ToUpper(key), "sk_" + strings.Repeat("A", 41),
+			"Bearer " + key[:len(key)-1] + flip(key[len(key)-1]),
+		}
+		for _, h := range bad {
+			_, err := e.eng.Authenticate(e.ctx, h)
+			wantErr(t, err, payoutkit.ErrUnauthorized)
+			if payoutkit.CodeOf(err) != payoutkit.CodeUnauthorized {
+				t.Fatalf("code of %v = %d", err, payoutkit.CodeOf(err))
+			}
+		}
+	})
+
+	t.Run("StoredHashedOnly", func(t *testing.T) {
+		e := newEnv(t, open)
+		nw := e.workspace()
+		k, err := e.store.APIKey(e.ctx, nw.APIKey.Prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(k.Hash[:]), nw.APIKey.Key) || k.WorkspaceID != nw.Workspace.ID || !k.Active() {
+			t.Fatalf("stored key %+v", k)
+		}
+	})
+
+	t.Run("RevokeByPrefix", func(t *testing.T) {
+		e := newEnv(t, open)
+		nw := e.workspace()
+		second := must[payoutkit.NewKey](t)(e.eng.CreateAPIKey(e.ctx, nw.Workspace.ID))
+		n, err := e.eng.RevokeAPIKey(e.ctx, nw.Workspace.ID, "sk_"+nw.APIKey.Prefix)
+		if err != nil || n != 1 {
+			t.Fatalf("RevokeAPIKey = %d, %v; want 1", n, err)
+		}
+		_, err = e.eng.Authenticate(e.ctx, "Bearer "+nw.APIKey.Key)
+		wantErr(t, err, payoutkit.ErrUnauthorized)
+		if _, err := e.eng.Authenticate(e.ctx, "Bearer "+second.Key); err != nil {
+			t.Fatalf("the other key stopped working: %v", err)
+		}
+		if n, _ := e.eng.RevokeAPIKey(e.ctx, nw.Workspace.ID, nw.APIKey.Prefix); n != 0 {
+			t.Fatalf("revoking twice revoked %d", n)
+		}
+		// Another workspace cannot revoke this one's key.
+		other := e.workspace()
+		if n, _ := e.eng.RevokeAPIKey(e.ctx, other.Workspace.ID, second.Prefix); n != 0 {
+			t.Fatalf("another workspace revoked %d keys", n)
+		}
+		keys := must[[]payoutkit.APIKey](t)(e.eng.APIKeys(e.ctx, nw.Workspace.ID))
+		if len(keys) != 2 || keys[0].Prefix != second.Prefix || keys[1].Active() || !keys[0].Active() {
+			t.Fatalf("keys after revoke = %+v", keys)
+		}
+		_, err = e.eng.RevokeAPIKey(e.ctx, nw.Workspace.ID, "short")
+		wantErr(t, err, payoutkit.ErrInvalidInput)
+	})
+
+	t.Run("ResetAll", func(t *testing.T) {
+		e := newEnv(t, open)
+		nw := e.workspace()
+		second := must[payoutkit.NewKey](t)(e.eng.CreateAPIKey(e.ctx, nw.Workspace.ID))
+		fresh := must[payoutkit.NewKey](t)(e.eng.ResetAPIKeys(e.ctx, nw.Workspace.ID))
+		for _, old := range []string{nw.APIKey.Key, second.Key} {
+			_, err := e.eng.Authenticate(e.ctx, old)
+			wantErr(t, err, payoutkit.ErrUnauthorized)
+		}
+		p, err := e.eng.Authenticate(e.ctx, "Bearer "+fresh.Key)
+		if err != nil || p.WorkspaceID != nw.Workspace.ID {
+			t.Fatalf("new key: %+v, %v", p, err)
+		}
+		keys := must[[]payoutkit.APIKey](t)(e.eng.APIKeys(e.ctx, nw.Workspace.ID))
+		active := 0
+		for _, k := range keys {
+			if k.Active() {
+				active++
+			}
+		}
+		if len(keys) != 3 || active != 1 {
+			t.Fatalf("after reset: %d keys, %d active; want 3, 1", len(keys), active)
+		}
+	})
+
+	t.Run("LastUsed", func(t *testing.T) {
+		e := newEnv(t, open)
+		nw := e.workspace()
+		if _, err := e.eng.Authenticate(e.ctx, nw.APIKey.Key); err != nil {
+			t.Fatal(err)
+		}
+		k := must[payoutkit.APIKey](t)(e.store.APIKey(e.ctx, nw.APIKey.Prefix))
+		if k.LastUsedAt.IsZero() {
+			t.Fatal("last use not recorded")
+		}
+	})
+
+	t.Run("PrefixTaken", func(t *testing.T) {
+		e := newEnv(t, open)
+		nw := e.workspace()
+		k := must[payoutkit.APIKey](t)(e.store.APIKey(e.ctx, nw.APIKey.Prefix))
+		wantErr(t, e.store.InsertAPIKey(e.ctx, k), payoutkit.ErrConflict)
+		_, err := e.store.APIKey(e.ctx, "NOPE1234")
+		wantErr(t, err, payoutkit.ErrNotFound)
+	})
+}
+
+func flip(c byte) string {
+	if c == 'a' {
+		return "b"
+	}
+	return "a"
+}
+
+func testWorkspaces(t *testing.T, open Open) {
+	t.Run("CreateAndSignIn", func(t *testing.T) {
+		e := newEnv(t, open)
+		nw, err := e.eng.CreateWorkspace(e.ctx, payoutkit.CreateWorkspaceRequest{
+			Name: "Acme", WebhookURL: "https://crm.example/hooks", StaffEmail: "Ops@Example.com", StaffPassword: "correct horse battery",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws := must[payoutkit.Workspace](t)(e.eng.Workspace(e.ctx, nw.Workspace.ID))
+		if ws.Name != "Acme" || ws.WebhookURL != "https://crm.example/hooks" || !strings.HasPrefix(ws.WebhookSecret, "whsec_") || len(ws.WebhookSecret) < 49 {
+			t.Fatalf("workspace = %+v", ws)
+		}
+		u, err := e.eng.SignIn(e.ctx, "ops@example.com", "correct horse battery")
+		if err != nil || u.WorkspaceID != ws.ID {
+			t.Fatalf("SignIn = %+v, %v", u, err)
+		}
+		if strings.Contains(u.PasswordHash, "correct horse") {
+			t.Fatal("password stored in plain text")
+		}
+		for _, c := range [][2]string{{"ops@example.com", "wrong password!!"}, {"nobody@example.com", "correct horse battery"}} {
+			_, err := e.eng.SignIn(e.ctx, c[0], c[1])
+			wantErr(t, err, payoutkit.ErrUnauthorized)
+		}
+		e.wantBalance(ws.ID, "0.00", "0.00")
+		// The e-mail is unique across workspaces.
+		_, err = e.eng.CreateWorkspace(e.ctx, payoutkit.CreateWorkspaceRequest{Name: "Other", StaffEmail: "ops@example.com"})
+		wantErr(t, err, payoutkit.ErrInvalidInput)
+	})
+
+	t.Run("GeneratedStaffLogin", func(t *testing.T) {
+		e := newEnv(t, open)
+		nw := e.workspace()
+		if nw.StaffEmail == "" || len(nw.StaffPassword) < 12 {
+			t.Fatalf("generated login %q / %q", nw.StaffEmail, nw.StaffPassword)
+		}
+		if _, err := e.eng.SignIn(e.ctx, nw.StaffEmail, nw.StaffPassword); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("InvalidRequests", func(t *testing.T) {
+		e := newEnv(t, open)
+		for _, req := range []payoutkit.CreateWorkspaceRequest{
+			{},
+			{Name: "x", WebhookURL: "ftp://example.com"},
+			{Name: "x", WebhookURL: "not a url"},
+			{Name: "x", StaffEmail: "not-an-email"},
+			{Name: "x", StaffPassword: "short"},
+		} {
+			_, err := e.eng.CreateWorkspace(e.ctx, req)
+			wantErr(t, err, payoutkit.ErrInvalidInput)
+		}
+	})
+
+	t.Run("Webhook", func(t *testing.T) {
+		e := newEnv(t, open)
+		nw := e.workspace()
+		ws, err := e.eng.SetWebhookURL(e.ctx, nw.Workspace.ID, "http://127.0.0.1:9/hook")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rotated := must[payoutkit.Workspace](t)(e.eng.RotateWebhookSecret(e.ctx, ws.ID))
+		got := must[payoutkit.Workspace](t)(e.eng.Workspace(e.ctx, ws.ID))
+		if got.WebhookURL != "http://127.0.0.1:9/hook" || got.WebhookSecret != rotated.WebhookSecret || got.WebhookSecret == nw.Workspace.WebhookSecret {
+			t.Fatalf("after rotate: %+v", got)
+		}
+		_, err = e.eng.SetWebhookURL(e.ctx, ws.ID, "javascript:alert(1)")
+		wantErr(t, err, payoutkit.ErrInvalidInput)
+		_, err = e.eng.SetWebhookURL(e.ctx, "ws_missing", "https://example.com")
+		wantErr(t, err, payoutkit.ErrNotFound)
+	})
+}

@@ -1,0 +1,223 @@
+package storetest
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/payoutkit/payoutkit"
+)
+
+func testOutbox(t *testing.T, open Open) {
+	t.Run("EventsRecordedWithChanges", func(t *testing.T) {
+		e := newEnv(t, open)
+		ws := e.workspace().Workspace.ID
+		e.fund(ws, "10.00")
+		must[payoutkit.Payout](t)(first(e.payout(ws, "po-1", "4.00")))
+		must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, "po-1", "tx-1"))
+		must[payoutkit.Payout](t)(first(e.payout(ws, "po-2", "1.00")))
+		must[payoutkit.Payout](t)(e.eng.FailPayout(e.ctx, ws, "po-2", "bounced"))
+		// Refused requests record nothing.
+		_, _, _ = e.payout(ws, "po-3", "1000.00")
+		_, _ = e.eng.CompletePayout(e.ctx, ws, "po-1", "again")
+
+		page := must[payoutkit.Page[payoutkit.Event]](t)(e.store.Events(e.ctx, ws, payoutkit.PageRequest{}))
+		wantTypes := []payoutkit.EventType{
+			payoutkit.EventPayoutFailed, payoutkit.EventPayoutSubmitted,
+			payoutkit.EventPayoutCompleted, payoutkit.EventPayoutSubmitted, payoutkit.EventOrderPaid,
+		}
+		if len(page.Items) != len(wantTypes) {
+			t.Fatalf("%d events; want %d", len(page.Items), len(wantTypes))
+		}
+		for i, ev := range page.Items {
+			if ev.Type != wantTypes[i] {
+				t.Fatalf("event %d is %s; want %s", i, ev.Type, wantTypes[i])
+			}
+			var body struct {
+				ID          string          `json:"id"`
+				Type        string          `json:"type"`
+				CreatedAt   time.Time       `json:"created_at"`
+				WorkspaceID string          `json:"workspace_id"`
+				Data        json.RawMessage `json:"data"`
+			}
+			if err := json.Unmarshal(ev.Body, &body); err != nil {
+				t.Fatalf("event body %s: %v", ev.Body, err)
+			}
+			if body.ID != ev.ID || len(ev.ID) < 20 || ev.ID[:4] != "evt_" || body.Type != string(ev.Type) ||
+				body.WorkspaceID != ws || body.CreatedAt.IsZero() || ev.State != payoutkit.DeliveryPending {
+				t.Fatalf("event %+v with body %s", ev, ev.Body)
+			}
+			got := must[payoutkit.Event](t)(e.store.Event(e.ctx, ws, ev.ID))
+			if string(got.Body) != string(ev.Body) {
+				t.Fatal("Event returns other bytes than Events")
+			}
+		}
+		var completed payoutkit.Payout
+		if err := json.Unmarshal(dataOf(t, page.Items[2].Body), &completed); err != nil {
+			t.Fatal(err)
+		}
+		if completed.PayoutID != "po-1" || completed.Status != payoutkit.PayoutCompleted || completed.TxID != "tx-1" {
+			t.Fatalf("payout.completed data = %+v", completed)
+		}
+		_, err := e.store.Event(e.ctx, e.workspace().Workspace.ID, page.Items[0].ID)
+		wantErr(t, err, payoutkit.ErrNotFound)
+	})
+
+	t.Run("ClaimOrderAndLeases", func(t *testing.T) {
+		e := newEnv(t, open)
+		ws := e.workspace().Workspace.ID
+		e.fund(ws, "10.00") // order.paid
+		must[payoutkit.Payout](t)(first(e.payout(ws, "po-1", "1.00")))
+		must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, "po-1", "tx"))
+		must[payoutkit.Payout](t)(first(e.payout(ws, "po-2", "1.00")))
+		now := time.Now().Add(time.Minute)
+		lease := now.Add(30 * time.Second)
+
+		// po-1's completion waits behind its submission.
+		a := must[[]payoutkit.Event](t)(e.store.ClaimEvents(e.ctx, "A", now, lease, 10))
+		if got := subjects(a); got != "order.paid payout.submitted/po-1 payout.submitted/po-2" {
+			t.Fatalf("first claim = %s", got)
+		}
+		// Leased events are not handed to another dispatcher.
+		if b := must[[]payoutkit.Event](t)(e.store.ClaimEvents(e.ctx, "B", now, lease, 10)); len(b) != 0 {
+			t.Fatalf("B claimed %s while A holds the lease", subjects(b))
+		}
+		byType := func(evs []payoutkit.Event, sub string) payoutkit.Event {
+			for _, ev := range evs {
+				if ev.Subject == sub && ev.Type != payoutkit.EventPayoutCompleted {
+					return ev
+				}
+			}
+			t.Fatalf("no event for %s", sub)
+			return payoutkit.Event{}
+		}
+		sub1 := byType(a, "payout:po-1")
+		// A retry scheduled later keeps po-1's completion blocked.
+		retryAt := now.Add(10 * time.Second)
+		noErr(t, e.store.RecordAttempt(e.ctx, "A",
+			payoutkit.DeliveryAttempt{EventID: sub1.ID, Attempt: 1, At: now, StatusCode: 500, Latency: time.Millisecond, Error: "status 500", ResponseHead: "oops"},
+			payoutkit.EventDelivery{State: payoutkit.DeliveryPending, Attempts: 1, NextAttemptAt: retryAt, LastError: "status 500"}))
+		// Only the lease owner may record.
+		wantErr(t, e.store.RecordAttempt(e.ctx, "B", payoutkit.DeliveryAttempt{EventID: byType(a, "payout:po-2").ID, Attempt: 1, At: now},
+			payoutkit.EventDelivery{State: payoutkit.DeliveryDelivered, Attempts: 1}), payoutkit.ErrConflict)
+		if b := must[[]payoutkit.Event](t)(e.store.ClaimEvents(e.ctx, "B", now, lease, 10)); len(b) != 0 {
+			t.Fatalf("B claimed %s before the retry is due", subjects(b))
+		}
+		// After A's leases expire, B gets what is due, in order.
+		later := lease.Add(time.Second)
+		b := must[[]payoutkit.Event](t)(e.store.ClaimEvents(e.ctx, "B", later, later.Add(time.Minute), 10))
+		if got := subjects(b); got != "order.paid payout.submitted/po-1 payout.submitted/po-2" {
+			t.Fatalf("claim after lease expiry = %s", got)
+		}
+		deliver := func(owner string, ev payoutkit.Event, at time.Time) {
+			t.Helper()
+			if err := e.store.RecordAttempt(e.ctx, owner,
+				payoutkit.DeliveryAttempt{EventID: ev.ID, Attempt: ev.Attempts + 1, At: at, StatusCode: 200, Latency: 2 * time.Millisecond, ResponseHead: "success"},
+				payoutkit.EventDelivery{State: payoutkit.DeliveryDelivered, Attempts: ev.Attempts + 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, ev := range b {
+			deliver("B", ev, later)
+		}
+		c := must[[]payoutkit.Event](t)(e.store.ClaimEvents(e.ctx, "C", later, later.Add(time.Minute), 10))
+		if got := subjects(c); got != "payout.completed/po-1" {
+			t.Fatalf("claim after po-1 submitted was delivered = %s", got)
+		}
+		// Giving up on an event also releases its subject's next event.
+		noErr(t, e.store.RecordAttempt(e.ctx, "C",
+			payoutkit.DeliveryAttempt{EventID: c[0].ID, Attempt: 1, At: later, Error: "connection refused"},
+			payoutkit.EventDelivery{State: payoutkit.DeliveryFailed, Attempts: 1, LastError: "connection refused"}))
+		if d := must[[]payoutkit.Event](t)(e.store.ClaimEvents(e.ctx, "D", later, later.Add(time.Minute), 10)); len(d) != 0 {
+			t.Fatalf("nothing should be pending, claimed %s", subjects(d))
+		}
+
+		attempts := must[[]payoutkit.DeliveryAttempt](t)(e.store.DeliveryAttempts(e.ctx, ws, sub1.ID))
+		if len(attempts) != 2 || attempts[0].StatusCode != 500 || attempts[0].ResponseHead != "oops" ||
+			attempts[0].Latency != time.Millisecond || attempts[1].StatusCode != 200 || attempts[1].Attempt != 2 {
+			t.Fatalf("attempts = %+v", attempts)
+		}
+		failed := must[payoutkit.Event](t)(e.store.Event(e.ctx, ws, c[0].ID))
+		if failed.State != payoutkit.DeliveryFailed || failed.LastError != "connection refused" || failed.Attempts != 1 {
+			t.Fatalf("failed event state %+v", failed.EventDelivery)
+		}
+
+		// Resending a failed event makes it due again.
+		noErr(t, e.store.ResendEvent(e.ctx, ws, failed.ID, later))
+		r := must[[]payoutkit.Event](t)(e.store.ClaimEvents(e.ctx, "E", later, later.Add(time.Minute), 10))
+		if len(r) != 1 || r[0].ID != failed.ID || string(r[0].Body) != string(c[0].Body) {
+			t.Fatalf("resend claim = %s", subjects(r))
+		}
+		wantErr(t, e.store.ResendEvent(e.ctx, ws, "evt_missing", later), payoutkit.ErrNotFound)
+	})
+
+	t.Run("ClaimLimit", func(t *testing.T) {
+		e := newEnv(t, open)
+		ws := e.workspace().Workspace.ID
+		e.fund(ws, "10.00")
+		for i := range 5 {
+			must[payoutkit.Payout](t)(first(e.payout(ws, "po-"+string(rune('a'+i)), "1.00")))
+		}
+		now := time.Now().Add(time.Minute)
+		seen := map[string]bool{}
+		for _, owner := range []string{"A", "B", "C"} {
+			for _, ev := range must[[]payoutkit.Event](t)(e.store.ClaimEvents(e.ctx, owner, now, now.Add(time.Minute), 2)) {
+				if seen[ev.ID] {
+					t.Fatalf("%s claimed %s twice", owner, ev.ID)
+				}
+				seen[ev.ID] = true
+			}
+		}
+		if len(seen) != 6 {
+			t.Fatalf("claimed %d distinct events; want 6", len(seen))
+		}
+	})
+}
+
+func subjects(evs []payoutkit.Event) string {
+	s := ""
+	for i, ev := range evs {
+		if i > 0 {
+			s += " "
+		}
+		s += string(ev.Type)
+		if ev.Type != payoutkit.EventOrderPaid {
+			s += "/" + ev.Subject[len("payout:"):]
+		}
+	}
+	return s
+}
+
+func dataOf(t *testing.T, body []byte) []byte {
+	var b struct {
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(body, &b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Data
+}
+
+func testHandoffs(t *testing.T, open Open) {
+	e := newEnv(t, open)
+	ws := e.workspace().Workspace.ID
+	e.fund(ws, "10.00")
+	for _, id := range []string{"po-1", "po-2", "po-3"} {
+		must[payoutkit.Payout](t)(first(e.payout(ws, id, "1.00")))
+	}
+	must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, "po-3", "tx")) // settled: never handed over
+	now := time.Now().Add(time.Minute)
+	got := must[[]payoutkit.Payout](t)(e.store.ClaimPayoutHandoffs(e.ctx, "A", now, now.Add(time.Minute), 10))
+	if len(got) != 2 || got[0].PayoutID != "po-1" || got[1].PayoutID != "po-2" || got[0].WorkspaceID != ws {
+		t.Fatalf("claimed %+v", got)
+	}
+	if again := must[[]payoutkit.Payout](t)(e.store.ClaimPayoutHandoffs(e.ctx, "B", now, now.Add(time.Minute), 10)); len(again) != 0 {
+		t.Fatalf("leased payouts claimed again: %+v", again)
+	}
+	noErr(t, e.store.MarkPayoutHandedOff(e.ctx, ws, "po-1", now))
+	later := now.Add(2 * time.Minute)
+	got = must[[]payoutkit.Payout](t)(e.store.ClaimPayoutHandoffs(e.ctx, "B", later, later.Add(time.Minute), 10))
+	if len(got) != 1 || got[0].PayoutID != "po-2" {
+		t.Fatalf("after lease expiry claimed %+v; want po-2 only", got)
+	}
+}

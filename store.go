@@ -1,0 +1,202 @@
+package payoutkit
+
+import (
+	"context"
+	"time"
+)
+
+// Store is where the engine keeps its state. Every method that changes money
+// is one atomic operation that happens whole, with its ledger entry and its
+// event, or not at all; the engine never composes a balance change out of
+// several calls. Implementations live in package storage; the conformance
+// suite in storage/storetest checks any of them.
+//
+// Stores report missing rows with ErrNotFound, taken ids with ErrConflict and
+// an overdraft with ErrInsufficientBalance (all matched with errors.Is);
+// anything else is an internal error that must not reach a caller verbatim.
+type Store interface {
+	WorkspaceStore
+	KeyStore
+	PayoutStore
+	OrderStore
+	LedgerStore
+	Outbox
+	Close() error
+}
+
+// WorkspaceStore keeps workspaces and their staff logins.
+type WorkspaceStore interface {
+	// CreateWorkspace stores a new workspace with a zero balance, its first
+	// staff user and its first API key, atomically.
+	CreateWorkspace(ctx context.Context, ws Workspace, staff StaffUser, key APIKey) error
+	// Workspace returns one workspace.
+	Workspace(ctx context.Context, id string) (Workspace, error)
+	// SetWebhook replaces a workspace's webhook URL and signing secret.
+	SetWebhook(ctx context.Context, workspaceID, url, secret string) error
+	// StaffUser returns the staff user with the given (lower-cased) e-mail.
+	StaffUser(ctx context.Context, email string) (StaffUser, error)
+}
+
+// KeyStore keeps hashed API keys.
+type KeyStore interface {
+	// InsertAPIKey stores a new key; a taken prefix is ErrConflict.
+	InsertAPIKey(ctx context.Context, key APIKey) error
+	// APIKey returns the key with the given prefix, revoked or not.
+	APIKey(ctx context.Context, prefix string) (APIKey, error)
+	// APIKeys lists a workspace's keys, newest first.
+	APIKeys(ctx context.Context, workspaceID string) ([]APIKey, error)
+	// RevokeAPIKeys revokes the workspace's active keys with the given prefix,
+	// or all of them when prefix is empty, and returns how many it revoked.
+	RevokeAPIKeys(ctx context.Context, workspaceID, prefix string, at time.Time) (int, error)
+	// ResetAPIKeys revokes every active key of the workspace and stores key,
+	// atomically.
+	ResetAPIKeys(ctx context.Context, key APIKey) (revoked int, err error)
+	// TouchAPIKey records that the key was used at the given time.
+	TouchAPIKey(ctx context.Context, prefix string, at time.Time) error
+}
+
+// PayoutStore keeps payouts and moves money for them.
+type PayoutStore interface {
+	// CreatePayout debits p.Amount from the available balance and stores p, a
+	// payout_debit ledger entry and ev, atomically. When the workspace already
+	// has a payout with p.PayoutID it changes nothing and returns the stored one
+	// with created false. When the available balance does not cover p.Amount it
+	// returns ErrInsufficientBalance and changes nothing.
+	CreatePayout(ctx context.Context, p Payout, ev Event) (stored Payout, created bool, err error)
+	// SettlePayout moves a submitted payout to p.Status (completed or failed),
+	// recording p.TxID or p.FailureReason and p.UpdatedAt, and stores ev. A
+	// failed payout's amount is credited back with a payout_refund ledger
+	// entry, in the same transaction. A payout that is no longer submitted is
+	// ErrConflict and nothing changes.
+	SettlePayout(ctx context.Context, p Payout, ev Event) error
+	// Payout returns one payout of the workspace.
+	Payout(ctx context.Context, workspaceID, payoutID string) (Payout, error)
+	// Payouts lists the workspace's payouts, newest first.
+	Payouts(ctx context.Context, workspaceID string, page PageRequest) (Page[Payout], error)
+	// ClaimPayoutHandoffs leases up to limit submitted payouts that have not
+	// been handed to the processor (or whose earlier lease expired) to owner
+	// until leaseUntil, oldest first.
+	ClaimPayoutHandoffs(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]Payout, error)
+	// MarkPayoutHandedOff records that the processor accepted the payout.
+	MarkPayoutHandedOff(ctx context.Context, workspaceID, payoutID string, at time.Time) error
+}
+
+// OrderStore keeps orders and credits paid ones.
+type OrderStore interface {
+	// CreateOrder stores a pending order. When the workspace already has an
+	// order with o.OrderID it changes nothing and returns the stored one with
+	// created false.
+	CreateOrder(ctx context.Context, o Order) (stored Order, created bool, err error)
+	// MarkOrderPaid moves a pending order to paid (o.PaidAt, o.UpdatedAt),
+	// credits its amount with an order_credit ledger entry and stores ev,
+	// atomically. An order that is not pending is ErrConflict and nothing changes.
+	MarkOrderPaid(ctx context.Context, o Order, ev Event) error
+	// Order returns one order of the workspace.
+	Order(ctx context.Context, workspaceID, orderID string) (Order, error)
+	// Orders lists the workspace's orders, newest first.
+	Orders(ctx context.Context, workspaceID string, page PageRequest) (Page[Order], error)
+}
+
+// LedgerStore reads balances and the entries behind them.
+type LedgerStore interface {
+	// Balance returns the workspace's balance.
+	Balance(ctx context.Context, workspaceID string) (Balance, error)
+	// Ledger lists the workspace's ledger entries, newest first.
+	Ledger(ctx context.Context, workspaceID string, page PageRequest) (Page[LedgerEntry], error)
+	// Audit recomputes the workspace's money from its rows, in one consistent
+	// read, so that callers can prove the balance invariants.
+	Audit(ctx context.Context, workspaceID string) (Audit, error)
+}
+
+// Outbox holds events until they are delivered. Events enter it only through
+// the money-moving methods above, in the same transaction as their change.
+type Outbox interface {
+	// ClaimEvents leases up to limit events that are due (pending, next attempt
+	// at or before now, no live lease) to owner until leaseUntil, oldest first.
+	// An event is not due while an earlier event of the same subject is still
+	// pending, so that a payout's events go out in order.
+	ClaimEvents(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]Event, error)
+	// RecordAttempt stores one delivery attempt of a leased event and moves the
+	// event to next: delivered, failed, or pending again at next.NextAttemptAt.
+	// It is ErrConflict when owner no longer holds the event's lease.
+	RecordAttempt(ctx context.Context, owner string, a DeliveryAttempt, next EventDelivery) error
+	// Events lists the workspace's events, newest first.
+	Events(ctx context.Context, workspaceID string, page PageRequest) (Page[Event], error)
+	// Event returns one event of the workspace.
+	Event(ctx context.Context, workspaceID, eventID string) (Event, error)
+	// DeliveryAttempts lists an event's attempts, oldest first.
+	DeliveryAttempts(ctx context.Context, workspaceID, eventID string) ([]DeliveryAttempt, error)
+	// ResendEvent makes a failed or delivered event pending again, due at now.
+	ResendEvent(ctx context.Context, workspaceID, eventID string, now time.Time) error
+}
+
+// PageRequest asks for one page of a newest-first listing.
+type PageRequest struct {
+	// Limit is the page size. Defaults to 50; at most 500.
+	Limit int
+	// Cursor is the Next of the previous page; empty starts at the newest row.
+	Cursor string
+}
+
+// Page is one page of a listing.
+type Page[T any] struct {
+	Items []T
+	// Next is the cursor of the following page, empty on the last page.
+	Next string
+}
+
+// Normalize applies the PageRequest defaults and bounds.
+func (r PageRequest) Normalize() PageRequest {
+	if r.Limit <= 0 {
+		r.Limit = 50
+	}
+	r.Limit = min(r.Limit, 500)
+	return r
+}
+
+// Audit is a workspace's money recomputed from its rows.
+type Audit struct {
+	// Available is the stored available balance.
+	Available Amount
+	// InProgress is the stored sum of submitted payouts.
+	InProgress Amount
+	// LedgerSum is the sum of all ledger entries.
+	LedgerSum Amount
+	// PaidOrders is the sum of paid orders.
+	PaidOrders Amount
+	// SubmittedPayouts and CompletedPayouts are the sums of payouts in those states.
+	SubmittedPayouts, CompletedPayouts Amount
+}
+
+// Check returns an error describing the first broken invariant, or nil: the
+// available balance equals the ledger sum and paid orders minus submitted and
+// completed payouts, in-progress equals submitted payouts, and nothing is
+// negative.
+func (a Audit) Check() error {
+	switch {
+	case a.Available < 0:
+		return auditError("available is negative", a)
+	case a.Available != a.LedgerSum:
+		return auditError("available differs from the ledger sum", a)
+	case a.Available != a.PaidOrders-a.SubmittedPayouts-a.CompletedPayouts:
+		return auditError("available differs from paid orders minus submitted and completed payouts", a)
+	case a.InProgress != a.SubmittedPayouts:
+		return auditError("in_progress differs from the sum of submitted payouts", a)
+	}
+	return nil
+}
+
+// AuditError is a broken money invariant found by Audit.Check.
+type AuditError struct {
+	Reason string
+	Audit  Audit
+}
+
+func auditError(reason string, a Audit) error { return &AuditError{Reason: reason, Audit: a} }
+
+func (e *AuditError) Error() string {
+	a := e.Audit
+	return "audit: " + e.Reason + " (available " + a.Available.String() + ", ledger " + a.LedgerSum.String() +
+		", in_progress " + a.InProgress.String() + ", paid orders " + a.PaidOrders.String() +
+		", submitted " + a.SubmittedPayouts.String() + ", completed " + a.CompletedPayouts.String() + ")"
+}

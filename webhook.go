@@ -1,0 +1,120 @@
+package payoutkit
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// EventType names what happened.
+type EventType string
+
+// The events the engine records. Each is stored in the same transaction as the
+// change it describes.
+const (
+	EventPayoutSubmitted EventType = "payout.submitted"
+	EventPayoutCompleted EventType = "payout.completed"
+	EventPayoutFailed    EventType = "payout.failed"
+	EventOrderPaid       EventType = "order.paid"
+)
+
+// DeliveryState is where an event stands in the outbox.
+type DeliveryState string
+
+// An event is pending until a delivery succeeds (delivered) or every retry
+// has failed (failed). A failed event can be resent by hand.
+const (
+	DeliveryPending   DeliveryState = "pending"
+	DeliveryDelivered DeliveryState = "delivered"
+	DeliveryFailed    DeliveryState = "failed"
+)
+
+// Event is a recorded change, with its webhook delivery state.
+type Event struct {
+	ID          string // evt_…
+	WorkspaceID string
+	Type        EventType
+	// Subject groups events that must be delivered in order: "payout:<id>",
+	// "order:<id>".
+	Subject   string
+	CreatedAt time.Time
+	// Body is the exact JSON sent to the webhook receiver, fixed when the
+	// event is recorded so that every retry sends the same bytes.
+	Body []byte
+	EventDelivery
+}
+
+// EventDelivery is the delivery state of one event.
+type EventDelivery struct {
+	State         DeliveryState
+	Attempts      int
+	NextAttemptAt time.Time
+	LastError     string
+}
+
+// DeliveryAttempt is one try at delivering an event, for the delivery log.
+type DeliveryAttempt struct {
+	EventID    string
+	Attempt    int // 1 for the first
+	At         time.Time
+	StatusCode int // 0 when no HTTP answer came
+	Latency    time.Duration
+	Error      string // empty on success
+	// ResponseHead is the first bytes of the receiver's answer.
+	ResponseHead string
+}
+
+// Notifier delivers one event to a workspace's webhook destination. It
+// returns nil only when the receiver acknowledged the event. The default one
+// POSTs signed JSON over HTTP; embedders may plug in another.
+type Notifier interface {
+	Notify(ctx context.Context, ws Workspace, ev Event) error
+}
+
+// eventBody is the JSON every webhook carries.
+type eventBody struct {
+	ID          string    `json:"id"`
+	Type        EventType `json:"type"`
+	CreatedAt   string    `json:"created_at"`
+	WorkspaceID string    `json:"workspace_id"`
+	Data        any       `json:"data"`
+}
+
+// newEvent records that typ happened to subject, with data (a Payout or an
+// Order) as the body's data member.
+func newEvent(workspaceID string, typ EventType, subject string, data any, at time.Time) (Event, error) {
+	id := "evt_" + randomBase62(24)
+	body, err := json.Marshal(eventBody{ID: id, Type: typ, CreatedAt: formatTime(at), WorkspaceID: workspaceID, Data: data})
+	if err != nil {
+		return Event{}, fmt.Errorf("encoding event %s: %w", typ, err)
+	}
+	return Event{
+		ID: id, WorkspaceID: workspaceID, Type: typ, Subject: subject, CreatedAt: at, Body: body,
+		EventDelivery: EventDelivery{State: DeliveryPending, NextAttemptAt: at},
+	}, nil
+}
+
+// Sign returns the contract's X-Signature value for body: the lowercase hex
+// HMAC-SHA256 of the raw body, keyed with the whole secret string.
+func Sign(secret string, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
+// VerifySignature reports, in constant time, whether signature (an
+// X-Signature header value) signs body with secret. Receivers call it on the
+// raw body before parsing it.
+func VerifySignature(secret string, body []byte, signature string) bool {
+	got, err := hex.DecodeString(signature)
+	if err != nil {
+		return false
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	return hmac.Equal(got, mac.Sum(nil))
+}
