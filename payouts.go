@@ -115,13 +115,8 @@ func (e *Engine) CreatePayout(ctx context.Context, workspaceID string, req Creat
 	now := e.clock()
 	p.WorkspaceID, p.Status, p.CreatedAt, p.UpdatedAt = workspaceID, PayoutSubmitted, now, now
 
-	// Look first so that a replay neither builds an event nor meets the
-	// balance check; the store's own uniqueness check settles any race.
-	if stored, err := e.store.Payout(ctx, workspaceID, p.PayoutID); err == nil {
-		return replayPayout(stored, p)
-	} else if !errors.Is(err, ErrNotFound) {
-		return Payout{}, false, err
-	}
+	// One store call: it checks uniqueness before the balance, so a replay
+	// is answered even when the balance no longer covers it.
 	ev, err := newEvent(workspaceID, EventPayoutSubmitted, payoutSubject(p.PayoutID), p, now)
 	if err != nil {
 		return Payout{}, false, err

@@ -1,0 +1,85 @@
+package payoutkit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+
+	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/storage/memstore"
+)
+
+// Embedding the engine: an in-memory store, a funded workspace, a payout
+// that is accepted and then completed.
+func Example() {
+	ctx := context.Background()
+	eng, err := payoutkit.New(memstore.New(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	nw, err := eng.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Acme"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ws := nw.Workspace.ID
+
+	// A paid order credits the available balance.
+	if _, _, err := eng.CreateOrder(ctx, ws, payoutkit.CreateOrderRequest{OrderID: "ord-1", Amount: "100.00"}); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := eng.MarkOrderPaid(ctx, ws, "ord-1"); err != nil {
+		log.Fatal(err)
+	}
+
+	p, _, err := eng.CreatePayout(ctx, ws, payoutkit.CreatePayoutRequest{
+		PayoutID: "po-1001", Amount: "25.00", Asset: "USDT", Network: "TRON",
+		Address: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", PayerID: "cust-42",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	b, _ := eng.Balance(ctx, ws)
+	fmt.Println(p.Status, "available", b.Available, "in progress", b.InProgress)
+
+	p, err = eng.CompletePayout(ctx, ws, "po-1001", "0xfeed")
+	if err != nil {
+		log.Fatal(err)
+	}
+	b, _ = eng.Balance(ctx, ws)
+	fmt.Println(p.Status, "available", b.Available, "in progress", b.InProgress)
+	// Output:
+	// submitted available 75.00 in progress 25.00
+	// completed available 75.00 in progress 0.00
+}
+
+// A payout the balance does not cover is refused with the contract's message
+// and changes nothing.
+func ExampleEngine_CreatePayout_insufficientBalance() {
+	ctx := context.Background()
+	eng, _ := payoutkit.New(memstore.New(), nil)
+	nw, _ := eng.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Acme"})
+
+	_, _, err := eng.CreatePayout(ctx, nw.Workspace.ID, payoutkit.CreatePayoutRequest{
+		PayoutID: "po-1", Amount: "5.00", Asset: "BTC", Network: "BTC",
+		Address: "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4", PayerID: "cust-1",
+	})
+	fmt.Println(errors.Is(err, payoutkit.ErrInsufficientBalance), payoutkit.CodeOf(err), err)
+	// Output: true 40000 Insufficient available balance
+}
+
+// Authenticating a request's Authorization header to its workspace.
+func ExampleEngine_Authenticate() {
+	ctx := context.Background()
+	eng, _ := payoutkit.New(memstore.New(), nil)
+	nw, _ := eng.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Acme"})
+
+	p, err := eng.Authenticate(ctx, "Bearer "+nw.APIKey.Key)
+	fmt.Println(p.WorkspaceID == nw.Workspace.ID, err)
+
+	_, err = eng.Authenticate(ctx, "Bearer sk_not_a_key")
+	fmt.Println(payoutkit.CodeOf(err), err)
+	// Output:
+	// true <nil>
+	// 40100 missing or malformed API key
+}
