@@ -87,16 +87,25 @@ func (a Amount) MarshalJSON() ([]byte, error) {
 	return append(b, '"'), nil
 }
 
-// UnmarshalJSON accepts only a JSON string in ParseAmount's format; a JSON
-// number is refused so that no amount ever passes through a float.
+// UnmarshalJSON accepts only a JSON string in ParseAmount's format, or zero,
+// or either with a leading minus (as String renders balances and ledger
+// entries); a JSON number is refused so that no amount ever passes through a
+// float.
 func (a *Amount) UnmarshalJSON(data []byte) error {
 	var s string
 	if err := json.Unmarshal(data, &s); err != nil {
 		return errAmountFormat
 	}
-	v, err := ParseAmount(s)
+	neg := strings.HasPrefix(s, "-")
+	v, err := ParseAmount(strings.TrimPrefix(s, "-"))
+	if errors.Is(err, errAmountZero) {
+		v, err = 0, nil
+	}
 	if err != nil {
 		return err
+	}
+	if neg {
+		v = -v
 	}
 	*a = v
 	return nil

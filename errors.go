@@ -9,13 +9,21 @@ import (
 // error response is Code / 100.
 type Code int
 
-// The contract's error codes that the engine produces. The HTTP layer adds the
-// transport-only ones (405, 413, 429, 500).
+// The contract's error codes that the engine produces.
 const (
 	CodeInvalidInput Code = 40000
 	CodeUnauthorized Code = 40100
 	CodeNotFound     Code = 40400
 	CodeConflict     Code = 40900
+)
+
+// The contract's transport-only error codes: the HTTP layer produces them and
+// clients receive them, the engine never does.
+const (
+	CodeMethodNotAllowed Code = 40500
+	CodeTooLarge         Code = 41300
+	CodeRateLimited      Code = 42900
+	CodeInternal         Code = 50000
 )
 
 // Sentinel errors. Every error the engine returns for a caller's mistake is an
@@ -68,6 +76,33 @@ func CodeOf(err error) Code {
 		return e.Code
 	}
 	return 0
+}
+
+// NewError rebuilds an error received over the wire (for clients): code,
+// message and fields as the envelope carried them. The result matches the
+// sentinel of its code with errors.Is, and a 40000 whose message is exactly
+// the overdraft message also matches ErrInsufficientBalance. Codes without a
+// sentinel (405, 413, 429, 500) match none.
+func NewError(code Code, message string, fields []FieldError) *Error {
+	var kind *Error
+	switch code {
+	case CodeInvalidInput:
+		kind = ErrInvalidInput
+		if message == ErrInsufficientBalance.Message {
+			kind = ErrInsufficientBalance
+		}
+	case CodeUnauthorized:
+		kind = ErrUnauthorized
+	case CodeNotFound:
+		kind = ErrNotFound
+	case CodeConflict:
+		kind = ErrConflict
+	}
+	e := &Error{Code: code, Message: message, Fields: fields, kind: kind}
+	if kind == nil {
+		e.kind = e
+	}
+	return e
 }
 
 func newError(kind *Error, message string) *Error {

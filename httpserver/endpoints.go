@@ -1,0 +1,197 @@
+package httpserver
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+
+	"github.com/payoutkit/payoutkit"
+)
+
+// endpoint is an authenticated endpoint.
+type endpoint func(w http.ResponseWriter, r *http.Request, p payoutkit.Principal) error
+
+// auth authenticates the request by its Authorization header alone (a
+// cookie never authenticates on /v1), applies the rate limit of the key, and
+// calls next.
+func (h *Handler) auth(next endpoint) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		values := r.Header.Values("Authorization")
+		switch {
+		case len(values) == 0 && r.Header.Get("Cookie") != "":
+			return errorf(payoutkit.CodeUnauthorized, "an API key is required: a portal session cannot call /v1")
+		case len(values) == 0:
+			return errorf(payoutkit.CodeUnauthorized, "missing API key")
+		case len(values) > 1:
+			return errorf(payoutkit.CodeUnauthorized, "more than one Authorization header")
+		}
+		p, err := h.svc.Authenticate(r.Context(), values[0])
+		if err != nil {
+			return err
+		}
+		info(r).principal = p
+		if h.limiter != nil {
+			if ok, wait := h.limiter.allow(p.KeyPrefix); !ok {
+				return &rateLimited{retryAfter: wait}
+			}
+		}
+		return next(w, r, p)
+	}
+}
+
+func (h *Handler) createPayout(w http.ResponseWriter, r *http.Request, p payoutkit.Principal) error {
+	body, err := readObject(w, r)
+	if err != nil {
+		return err
+	}
+	var req payoutkit.CreatePayoutRequest
+	if err := body.read(
+		field{"payout_id", true, &req.PayoutID},
+		field{"amount", true, &req.Amount},
+		field{"asset", true, &req.Asset},
+		field{"network", true, &req.Network},
+		field{"address", true, &req.Address},
+		field{"payer_id", true, &req.PayerID},
+	); err != nil {
+		return err
+	}
+	payout, replayed, err := h.svc.CreatePayout(r.Context(), p.WorkspaceID, req)
+	if err != nil {
+		return err
+	}
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	return writeOK(w, payout)
+}
+
+func (h *Handler) payoutInfo(w http.ResponseWriter, r *http.Request, p payoutkit.Principal) error {
+	id, err := readID(w, r, "payout_id")
+	if err != nil {
+		return err
+	}
+	payout, err := h.svc.Payout(r.Context(), p.WorkspaceID, id)
+	if err != nil {
+		return err
+	}
+	return writeOK(w, payout)
+}
+
+func (h *Handler) balance(w http.ResponseWriter, r *http.Request, p payoutkit.Principal) error {
+	b, err := h.svc.Balance(r.Context(), p.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	return writeOK(w, b)
+}
+
+// coinsData is the data of GET /v1/coins.
+type coinsData struct {
+	PayoutCoins []payoutkit.Coin `json:"payout_coins"`
+}
+
+func (h *Handler) coins(w http.ResponseWriter, r *http.Request, p payoutkit.Principal) error {
+	coins, err := h.svc.Coins(r.Context(), p.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	if coins == nil {
+		coins = []payoutkit.Coin{}
+	}
+	return writeOK(w, coinsData{PayoutCoins: coins})
+}
+
+func (h *Handler) createOrder(w http.ResponseWriter, r *http.Request, p payoutkit.Principal) error {
+	body, err := readObject(w, r)
+	if err != nil {
+		return err
+	}
+	var req payoutkit.CreateOrderRequest
+	if err := body.read(
+		field{"order_id", true, &req.OrderID},
+		field{"amount", true, &req.Amount},
+		field{"payer_id", false, &req.PayerID},
+		field{"description", false, &req.Description},
+	); err != nil {
+		return err
+	}
+	order, replayed, err := h.svc.CreateOrder(r.Context(), p.WorkspaceID, req)
+	if err != nil {
+		return err
+	}
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	return writeOK(w, order)
+}
+
+func (h *Handler) orderInfo(w http.ResponseWriter, r *http.Request, p payoutkit.Principal) error {
+	id, err := readID(w, r, "order_id")
+	if err != nil {
+		return err
+	}
+	order, err := h.svc.Order(r.Context(), p.WorkspaceID, id)
+	if err != nil {
+		return err
+	}
+	return writeOK(w, order)
+}
+
+func (h *Handler) sandboxPayOrder(w http.ResponseWriter, r *http.Request, p payoutkit.Principal) error {
+	id, err := readID(w, r, "order_id")
+	if err != nil {
+		return err
+	}
+	order, err := h.svc.MarkOrderPaid(r.Context(), p.WorkspaceID, id)
+	if err != nil {
+		return err
+	}
+	return writeOK(w, order)
+}
+
+func (h *Handler) sandboxCompletePayout(w http.ResponseWriter, r *http.Request, p payoutkit.Principal) error {
+	body, err := readObject(w, r)
+	if err != nil {
+		return err
+	}
+	var id, txid string
+	if err := body.read(field{"payout_id", true, &id}, field{"txid", false, &txid}); err != nil {
+		return err
+	}
+	if txid == "" { // a completed payout always shows a txid
+		var b [16]byte
+		rand.Read(b[:])
+		txid = "sandbox-" + hex.EncodeToString(b[:])
+	}
+	payout, err := h.svc.CompletePayout(r.Context(), p.WorkspaceID, id, txid)
+	if err != nil {
+		return err
+	}
+	return writeOK(w, payout)
+}
+
+func (h *Handler) sandboxFailPayout(w http.ResponseWriter, r *http.Request, p payoutkit.Principal) error {
+	body, err := readObject(w, r)
+	if err != nil {
+		return err
+	}
+	var id, reason string
+	if err := body.read(field{"payout_id", true, &id}, field{"reason", false, &reason}); err != nil {
+		return err
+	}
+	payout, err := h.svc.FailPayout(r.Context(), p.WorkspaceID, id, reason)
+	if err != nil {
+		return err
+	}
+	return writeOK(w, payout)
+}
+
+// readID reads a body holding one required id member.
+func readID(w http.ResponseWriter, r *http.Request, name string) (string, error) {
+	body, err := readObject(w, r)
+	if err != nil {
+		return "", err
+	}
+	var id string
+	return id, body.read(field{name, true, &id})
+}

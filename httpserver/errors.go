@@ -1,0 +1,101 @@
+package httpserver
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/payoutkit/payoutkit"
+)
+
+// envelope is every response body but the OpenAPI document.
+type envelope struct {
+	Code    payoutkit.Code         `json:"code"`
+	Message string                 `json:"message"`
+	Data    any                    `json:"data"`
+	Errors  []payoutkit.FieldError `json:"errors,omitempty"`
+}
+
+// errWritten tells writeError that the response is already (partly) written.
+var errWritten = errors.New("response already written")
+
+// errorf is a transport error with a contract code.
+func errorf(code payoutkit.Code, message string) *payoutkit.Error {
+	return payoutkit.NewError(code, message, nil)
+}
+
+// rateLimited is a 42900 that knows its Retry-After.
+type rateLimited struct{ retryAfter time.Duration }
+
+func (e *rateLimited) Error() string { return "rate limit exceeded" }
+
+// writeError is the one place where an error becomes a response: a
+// *payoutkit.Error shows its code, message and fields; anything else is a
+// 50000 "internal error", logged here with the request id and never detailed
+// to the caller.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, errWritten) {
+		return
+	}
+	env := envelope{Code: payoutkit.CodeInternal, Message: "internal error"}
+	var (
+		perr *payoutkit.Error
+		rl   *rateLimited
+		mbe  *http.MaxBytesError
+	)
+	switch {
+	case errors.As(err, &rl):
+		secs := int64((rl.retryAfter + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+		env.Code, env.Message = payoutkit.CodeRateLimited, "rate limit exceeded; retry later"
+	case errors.As(err, &mbe):
+		env.Code, env.Message = payoutkit.CodeTooLarge, "request body is larger than 64 KiB"
+	case errors.As(err, &perr) && validCode(perr.Code):
+		env.Code, env.Message, env.Errors = perr.Code, perr.Message, perr.Fields
+	default:
+		ri := info(r)
+		ri.log.ErrorContext(r.Context(), "internal error", "request_id", ri.id, "err", err)
+	}
+	writeJSON(w, int(env.Code)/100, env)
+}
+
+// validCode reports whether c is one of the contract's error codes.
+func validCode(c payoutkit.Code) bool {
+	switch c {
+	case payoutkit.CodeInvalidInput, payoutkit.CodeUnauthorized, payoutkit.CodeNotFound,
+		payoutkit.CodeMethodNotAllowed, payoutkit.CodeConflict, payoutkit.CodeTooLarge,
+		payoutkit.CodeRateLimited, payoutkit.CodeInternal:
+		return true
+	}
+	return false
+}
+
+// writeOK writes the success envelope around data. When data cannot be
+// encoded nothing is written and the error is returned (a 50000).
+func writeOK(w http.ResponseWriter, data any) error {
+	return writeJSON(w, http.StatusOK, envelope{Code: 0, Message: "OK", Data: data})
+}
+
+func writeJSON(w http.ResponseWriter, status int, env envelope) error {
+	body, err := json.Marshal(env)
+	if err != nil {
+		if env.Code == 0 {
+			return err
+		}
+		// An error envelope holds only strings: this cannot happen.
+		status, env.Code = http.StatusInternalServerError, payoutkit.CodeInternal
+		body = []byte(`{"code":50000,"message":"internal error","data":null}`)
+	}
+	if rec, ok := w.(*recorder); ok {
+		rec.code = env.Code
+	}
+	body = append(body, '\n')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	w.Write(body) // a failed write means the client went away
+	return nil
+}

@@ -1,0 +1,160 @@
+// Package httpserver serves the payoutkit /v1 HTTP API (the wire contract) over
+// any payoutkit.Service: the JSON envelope, API-key authentication, body
+// limits, request ids, an optional per-key rate limit, request logs, and the
+// sandbox endpoints when enabled.
+//
+// Mount the handler returned by New on an http.Server, or under a prefix of a
+// larger mux with http.StripPrefix left out: every route lives under /v1.
+package httpserver
+
+import (
+	_ "embed"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/payoutkit/payoutkit"
+)
+
+// MaxBodyBytes is the largest request body accepted (64 KiB); a larger one is
+// answered with 41300.
+const MaxBodyBytes = 64 << 10
+
+// OpenAPI is the OpenAPI 3.1 description of the API, served at
+// GET /v1/openapi.yaml.
+//
+//go:embed openapi.yaml
+var OpenAPI []byte
+
+// Options configures the handler. The zero value serves the API without the
+// sandbox endpoints and without a rate limit.
+type Options struct {
+	// Logger receives one log line per request and the details of internal
+	// errors. Defaults to slog.Default().
+	Logger *slog.Logger
+	// Sandbox mounts POST /v1/sandbox/orders/pay, /v1/sandbox/payouts/complete
+	// and /v1/sandbox/payouts/fail, which settle orders and payouts by hand.
+	// Defaults to false: those paths are 40400.
+	Sandbox bool
+	// RateLimit is the number of requests per second allowed per API key
+	// (by key prefix), as a token bucket; excess requests get 42900 with a
+	// Retry-After header. Defaults to 0: no limit.
+	RateLimit float64
+	// RateBurst is the bucket size of the rate limit. Defaults to RateLimit
+	// rounded up, and at least 1.
+	RateBurst int
+	// Now is the clock of the rate limiter. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Handler is the /v1 API. It is safe for concurrent use.
+type Handler struct {
+	svc     payoutkit.Service
+	log     *slog.Logger
+	mux     *http.ServeMux
+	allow   map[string][]string // path → methods, for 405 and Allow
+	limiter *limiter
+}
+
+var _ http.Handler = (*Handler)(nil)
+
+// New returns the /v1 API over svc.
+func New(svc payoutkit.Service, opts Options) *Handler {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	h := &Handler{svc: svc, log: opts.Logger, mux: http.NewServeMux(), allow: make(map[string][]string)}
+	if opts.RateLimit > 0 {
+		h.limiter = newLimiter(opts.RateLimit, opts.RateBurst, opts.Now)
+	}
+	h.route("GET /v1/openapi.yaml", h.openAPI)
+	h.route("POST /v1/payouts", h.auth(h.createPayout))
+	h.route("POST /v1/payouts/info", h.auth(h.payoutInfo))
+	h.route("GET /v1/balance", h.auth(h.balance))
+	h.route("GET /v1/coins", h.auth(h.coins))
+	h.route("POST /v1/orders", h.auth(h.createOrder))
+	h.route("POST /v1/orders/info", h.auth(h.orderInfo))
+	if opts.Sandbox {
+		h.route("POST /v1/sandbox/orders/pay", h.auth(h.sandboxPayOrder))
+		h.route("POST /v1/sandbox/payouts/complete", h.auth(h.sandboxCompletePayout))
+		h.route("POST /v1/sandbox/payouts/fail", h.auth(h.sandboxFailPayout))
+	}
+	return h
+}
+
+// route registers an exact "METHOD /path" pattern.
+func (h *Handler) route(pattern string, fn func(http.ResponseWriter, *http.Request) error) {
+	method, path, _ := strings.Cut(pattern, " ")
+	h.allow[path] = append(h.allow[path], method)
+	if method == http.MethodGet {
+		h.allow[path] = append(h.allow[path], http.MethodHead)
+	}
+	h.mux.Handle(pattern, handlerFunc(fn))
+}
+
+// handlerFunc is an endpoint: it writes a success itself, or returns the
+// error that writeError turns into the envelope.
+type handlerFunc func(http.ResponseWriter, *http.Request) error
+
+func (f handlerFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := f(w, r); err != nil {
+		writeError(w, r, err)
+	}
+}
+
+// ServeHTTP routes the request. Paths match exactly (no redirects, no
+// cleaning): an unknown path is 40400 and a known path with another method is
+// 40500 with an Allow header, both in the envelope.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec, r := h.begin(w, r)
+	defer h.finish(rec, r)
+	defer recoverPanic(rec, r)
+
+	methods, known := h.allow[r.URL.Path]
+	switch {
+	case !known || r.URL.RawPath != "":
+		writeError(rec, r, errorf(payoutkit.CodeNotFound, "no such endpoint"))
+		return
+	case !methodIn(r.Method, methods):
+		rec.Header().Set("Allow", strings.Join(methods, ", "))
+		writeError(rec, r, errorf(payoutkit.CodeMethodNotAllowed, "method "+safeMethod(r.Method)+" is not allowed here; use "+methods[0]))
+		return
+	}
+	h.mux.ServeHTTP(rec, r)
+}
+
+func methodIn(m string, methods []string) bool {
+	for _, x := range methods {
+		if m == x {
+			return true
+		}
+	}
+	return false
+}
+
+// safeMethod keeps a method short and printable for a message.
+func safeMethod(m string) string {
+	if len(m) > 16 {
+		m = m[:16]
+	}
+	return strings.Map(func(r rune) rune {
+		if r < '!' || r > '~' {
+			return '?'
+		}
+		return r
+	}, m)
+}
+
+func (h *Handler) openAPI(w http.ResponseWriter, _ *http.Request) error {
+	w.Header().Set("Content-Type", "application/yaml")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, err := w.Write(OpenAPI)
+	if err != nil {
+		return errWritten // the client went away; nothing left to send
+	}
+	return nil
+}
