@@ -1,0 +1,108 @@
+package httpserver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"testing"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/httpserver"
+	"github.com/payoutkit/payoutkit/storage/memstore"
+)
+
+var fuzzRoutes = []struct{ method, path string }{
+	{"POST", "/v1/payouts"},
+	{"POST", "/v1/payouts/info"},
+	{"POST", "/v1/orders"},
+	{"POST", "/v1/orders/info"},
+	{"POST", "/v1/sandbox/orders/pay"},
+	{"POST", "/v1/sandbox/payouts/complete"},
+	{"POST", "/v1/sandbox/payouts/fail"},
+	{"GET", "/v1/balance"},
+	{"GET", "/v1/coins"},
+	{"PUT", "/v1/payouts"},
+	{"POST", "/v1/nope"},
+}
+
+// FuzzHandler feeds raw bodies to the endpoints of a real engine and checks
+// that every answer is a contract envelope, never a 50000, and that the money
+// invariants hold after each request.
+func FuzzHandler(f *testing.F) {
+	seeds := []string{
+		`{"payout_id":"po-1","amount":"1.00","asset":"USDT","network":"TRON","address":"` + tronAddr + `","payer_id":"p"}`,
+		`{"payout_id":"po-1","amount":"1.00","asset":"usdt","network":"tron","address":"` + tronAddr + `","payer_id":"q"}`,
+		`{"payout_id":"po-1"}`,
+		`{"order_id":"or-1","amount":"5.5"}`,
+		`{"order_id":"or-1"}`,
+		`{"payout_id":"po-1","txid":"t"}`,
+		`{"payout_id":"po-1","reason":null}`,
+		`{"amount":1e3}`,
+		`{"payout_id":"a","payout_id":"b"}`,
+		`[]`, `null`, ``, `{`, `{"a":"\ud800"}`, "{\"payout_id\":\"\xff\"}",
+		`{"order_id":"or-2","amount":"1000000000.00","description":"` + "\u2028" + `"}`,
+	}
+	for i, s := range seeds {
+		f.Add(uint8(i), []byte(s))
+	}
+	store := memstore.New()
+	engine, err := payoutkit.New(store, &payoutkit.Config{PasswordCost: bcrypt.MinCost, Logger: discard()})
+	if err != nil {
+		f.Fatal(err)
+	}
+	ctx := context.Background()
+	nw, err := engine.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "fuzz"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	ws := nw.Workspace.ID
+	if _, _, err := engine.CreateOrder(ctx, ws, payoutkit.CreateOrderRequest{OrderID: "seed", Amount: "50"}); err != nil {
+		f.Fatal(err)
+	}
+	if _, err := engine.MarkOrderPaid(ctx, ws, "seed"); err != nil {
+		f.Fatal(err)
+	}
+	h := httpserver.New(engine, httpserver.Options{Sandbox: true, Logger: discard()})
+
+	f.Fuzz(func(t *testing.T, route uint8, body []byte) {
+		rt := fuzzRoutes[int(route)%len(fuzzRoutes)]
+		req := httptest.NewRequest(rt.method, rt.path, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+nw.APIKey.Key)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+
+		var env struct {
+			Code    *int            `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil || env.Code == nil {
+			t.Fatalf("not an envelope: %v: %q", err, rec.Body.String())
+		}
+		switch *env.Code {
+		case 0:
+			if rec.Code != 200 || env.Message != "OK" || len(env.Data) == 0 || string(env.Data) == "null" {
+				t.Fatalf("bad success: %d %s", rec.Code, rec.Body.String())
+			}
+		case 40000, 40400, 40500, 40900, 41300:
+			if rec.Code != *env.Code/100 || string(env.Data) != "null" || env.Message == "" {
+				t.Fatalf("bad error: %d %s", rec.Code, rec.Body.String())
+			}
+		default:
+			t.Fatalf("code %d: %s", *env.Code, rec.Body.String())
+		}
+		if rec.Header().Get("X-Request-Id") == "" {
+			t.Fatal("no X-Request-Id")
+		}
+		a, err := store.Audit(ctx, ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Check(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
