@@ -2,7 +2,7 @@ package payoutkit
 
 import (
 	"context"
-	"sync"
+	"errors"
 	"time"
 )
 
@@ -11,6 +11,12 @@ import (
 // outcome comes back later through settler. Submit may be called more than
 // once for one payout (hand-off is at least once), so it must be idempotent
 // by workspace and payout_id.
+//
+// Payouts reach the processor through Engine.HandOffPayout, which a leased
+// loop (delivery.Dispatcher) calls for every submitted payout not yet handed
+// over, until Submit returns nil. A processor that cannot take a payout yet
+// returns an error matching ErrNotDue (a *NotDueError says when to retry);
+// any other error is logged, and the hand-off is retried after the lease.
 type Processor interface {
 	Submit(ctx context.Context, p Payout, settler Settler) error
 }
@@ -21,66 +27,85 @@ type Settler interface {
 	FailPayout(ctx context.Context, workspaceID, payoutID, reason string) (Payout, error)
 }
 
-// handOff gives a newly accepted payout to the processor. A failed hand-off
-// is logged; the payout stays submitted and unhanded in the store.
-func (e *Engine) handOff(ctx context.Context, p Payout) {
-	if e.processor == nil {
-		return
-	}
-	if err := e.processor.Submit(ctx, p, e); err != nil {
-		e.log.WarnContext(ctx, "handing payout to processor", "workspace_id", p.WorkspaceID, "payout_id", p.PayoutID, "err", err)
-		return
-	}
-	if err := e.store.MarkPayoutHandedOff(ctx, p.WorkspaceID, p.PayoutID, e.clock()); err != nil {
-		e.log.WarnContext(ctx, "recording payout hand-off", "workspace_id", p.WorkspaceID, "payout_id", p.PayoutID, "err", err)
-	}
+// ErrNotDue is what a Processor returns, or wraps, when it will not take a
+// payout yet. The hand-off loop retries later and logs nothing.
+var ErrNotDue = errors.New("payoutkit: payout not due for hand-off yet")
+
+// NotDueError is an ErrNotDue that says when the payout will be due, so that
+// the hand-off loop can retry then instead of after its whole lease.
+type NotDueError struct {
+	At time.Time
 }
+
+func (e *NotDueError) Error() string {
+	return ErrNotDue.Error() + " (due at " + e.At.UTC().Format(time.RFC3339Nano) + ")"
+}
+
+// Is makes a NotDueError match ErrNotDue.
+func (e *NotDueError) Is(target error) bool { return target == ErrNotDue }
+
+// HandOffPayout gives one submitted payout to the configured Processor and,
+// when the processor accepts it, records the hand-off so that it is never
+// given again. It reads the payout afresh first: a payout settled meanwhile
+// is not handed over (and nil is returned). Without a processor it only
+// records the hand-off. Errors from the processor are returned as they are
+// (ErrNotDue among them); the caller retries later.
+//
+// The hand-off loop in package delivery calls it for payouts it claimed with
+// PayoutStore.ClaimPayoutHandoffs; call it directly only under such a lease.
+func (e *Engine) HandOffPayout(ctx context.Context, p Payout) error {
+	p, err := e.store.Payout(ctx, p.WorkspaceID, p.PayoutID)
+	if err != nil {
+		return err
+	}
+	if p.Status != PayoutSubmitted {
+		return nil
+	}
+	if e.processor != nil {
+		if err := e.processor.Submit(ctx, p, e); err != nil {
+			return err
+		}
+	}
+	return e.store.MarkPayoutHandedOff(ctx, p.WorkspaceID, p.PayoutID, e.clock())
+}
+
+// handOff is where CreatePayout used to call the processor inline. Hand-off
+// now happens only through HandOffPayout under a lease (package delivery), so
+// that a slow or failing rail never delays or fails the API request and a
+// payout is handed over by one owner at a time, surviving restarts.
+// TODO: remove this and its call in CreatePayout (payouts.go).
+func (e *Engine) handOff(context.Context, Payout) {}
 
 // SandboxProcessor is a processor for testing and demos: it moves no money.
-// With SettleAfter zero, payouts stay submitted until settled by hand
-// (CompletePayout, FailPayout); otherwise each payout completes with a fake
-// txid SettleAfter after it was submitted.
+// With SettleAfter zero, it accepts every payout at once and payouts stay
+// submitted until settled by hand (CompletePayout, FailPayout). Otherwise it
+// answers ErrNotDue until SettleAfter has passed since the payout was created,
+// then completes the payout with a fake txid. The delay lives in the payout's
+// stored creation time, not in a timer, so a restart in the middle of it
+// still settles the payout on time.
 type SandboxProcessor struct {
-	// SettleAfter is how long after submission a payout completes. Defaults to
+	// SettleAfter is how long after creation a payout completes. Defaults to
 	// zero: never by itself.
 	SettleAfter time.Duration
-
-	mu      sync.Mutex
-	timers  map[string]*time.Timer
-	stopped bool
+	// Now is the clock. Defaults to time.Now.
+	Now func() time.Time
 }
 
-// Submit schedules the payout's completion when SettleAfter is set.
-func (s *SandboxProcessor) Submit(_ context.Context, p Payout, settler Settler) error {
+// Submit implements Processor.
+func (s *SandboxProcessor) Submit(ctx context.Context, p Payout, settler Settler) error {
 	if s.SettleAfter <= 0 {
 		return nil
 	}
-	key := p.WorkspaceID + "/" + p.PayoutID
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped || s.timers[key] != nil {
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	if due := p.CreatedAt.Add(s.SettleAfter); now().Before(due) {
+		return &NotDueError{At: due}
+	}
+	_, err := settler.CompletePayout(ctx, p.WorkspaceID, p.PayoutID, "sandbox-"+randomBase62(16))
+	if errors.Is(err, ErrConflict) { // settled by hand meanwhile
 		return nil
 	}
-	if s.timers == nil {
-		s.timers = make(map[string]*time.Timer)
-	}
-	s.timers[key] = time.AfterFunc(s.SettleAfter, func() {
-		s.mu.Lock()
-		delete(s.timers, key)
-		s.mu.Unlock()
-		// A payout settled by hand meanwhile is a conflict here, which is fine.
-		_, _ = settler.CompletePayout(context.Background(), p.WorkspaceID, p.PayoutID, "sandbox-"+randomBase62(16))
-	})
-	return nil
-}
-
-// Stop cancels every scheduled settlement; later submits are ignored.
-func (s *SandboxProcessor) Stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.stopped = true
-	for k, t := range s.timers {
-		t.Stop()
-		delete(s.timers, k)
-	}
+	return err
 }

@@ -69,10 +69,44 @@ type DeliveryAttempt struct {
 }
 
 // Notifier delivers one event to a workspace's webhook destination. It
-// returns nil only when the receiver acknowledged the event. The default one
-// POSTs signed JSON over HTTP; embedders may plug in another.
+// returns a nil error only when the receiver acknowledged the event, and
+// describes what the receiver answered in the result either way (a zero
+// result when no answer came). The default one, delivery.HTTPNotifier, POSTs
+// signed JSON over HTTP; embedders may plug in another. The delivery
+// dispatcher calls it only for a workspace with a webhook URL.
 type Notifier interface {
-	Notify(ctx context.Context, ws Workspace, ev Event) error
+	Notify(ctx context.Context, ws Workspace, ev Event) (DeliveryResult, error)
+}
+
+// DeliveryResult is what a receiver answered to one delivery, kept in the
+// delivery log.
+type DeliveryResult struct {
+	// StatusCode is the HTTP status of the answer; 0 when none came.
+	StatusCode int
+	// ResponseHead is the first bytes of the answer's body (at most 256,
+	// valid UTF-8).
+	ResponseHead string
+}
+
+// The headers of a webhook request.
+const (
+	// HeaderSignature carries Sign(secret, body).
+	HeaderSignature = "X-Signature"
+	// HeaderEventID carries the event's id, the receiver's deduplication key.
+	HeaderEventID = "X-Event-Id"
+	// HeaderEventType carries the event's type.
+	HeaderEventType = "X-Event-Type"
+)
+
+// WebhookEvent is a webhook body as a receiver reads it, after checking its
+// signature with VerifySignature. Data is a payout object for payout.* events
+// and an order object for order.paid; unmarshal it into Payout or Order.
+type WebhookEvent struct {
+	ID          string          `json:"id"`
+	Type        EventType       `json:"type"`
+	CreatedAt   time.Time       `json:"created_at"`
+	WorkspaceID string          `json:"workspace_id"`
+	Data        json.RawMessage `json:"data"`
 }
 
 // eventBody is the JSON every webhook carries.

@@ -1,0 +1,22 @@
+package delivery
+
+import "time"
+
+// Clock tells the dispatcher the time and wakes it up. The dispatcher never
+// sleeps any other way, so a test that passes a fake Clock and moves it
+// forward runs the whole retry schedule (days of it) in milliseconds.
+// Timeouts of network calls are real time, not Clock time.
+type Clock interface {
+	// Now returns the current time.
+	Now() time.Time
+	// At returns a channel that receives once the clock has reached t; at
+	// once when it already has.
+	At(t time.Time) <-chan time.Time
+}
+
+// systemClock is the real clock.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+func (systemClock) At(t time.Time) <-chan time.Time { return time.After(time.Until(t)) }

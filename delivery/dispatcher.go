@@ -1,0 +1,368 @@
+// Package delivery moves work out of the store's durable queues: it sends
+// each event in the outbox to its workspace's webhook receiver, signed and
+// retried on the contract's schedule, and hands each accepted payout to the
+// processor. Both survive restarts and may run in several processes over one
+// database: work is claimed under a lease, so one owner handles an item at a
+// time and an owner that dies simply lets its leases expire.
+//
+//	d, err := delivery.New(store, &delivery.Config{HandOff: engine})
+//	...
+//	go d.Run(ctx) // until ctx is cancelled
+package delivery
+
+import (
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/payoutkit/payoutkit"
+)
+
+// Store is what the dispatcher needs of a payoutkit.Store; every
+// payoutkit.Store is one.
+type Store interface {
+	ClaimEvents(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.Event, error)
+	RecordAttempt(ctx context.Context, owner string, a payoutkit.DeliveryAttempt, next payoutkit.EventDelivery) error
+	ResendEvent(ctx context.Context, workspaceID, eventID string, now time.Time) error
+	Workspace(ctx context.Context, id string) (payoutkit.Workspace, error)
+	ClaimPayoutHandoffs(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.Payout, error)
+}
+
+var _ Store = payoutkit.Store(nil)
+
+// PayoutHandOff gives one claimed payout to the processor and records the
+// hand-off. *payoutkit.Engine implements it with the Processor of its Config.
+type PayoutHandOff interface {
+	HandOffPayout(ctx context.Context, p payoutkit.Payout) error
+}
+
+var _ PayoutHandOff = (*payoutkit.Engine)(nil)
+
+// Config configures a Dispatcher. The zero value is usable.
+type Config struct {
+	// Notifier delivers one event. Defaults to a new HTTPNotifier (10 s
+	// timeout, non-public addresses refused).
+	Notifier payoutkit.Notifier
+	// HandOff receives every submitted payout that has not been handed to the
+	// processor yet; pass the *payoutkit.Engine. Defaults to nil: payouts are
+	// not handed over by this dispatcher.
+	HandOff PayoutHandOff
+	// Owner names this dispatcher in the leases it takes; every dispatcher
+	// sharing a store needs its own. Defaults to hostname-pid-random.
+	Owner string
+	// Clock tells the time and wakes the dispatcher. Defaults to the system
+	// clock; tests pass a fake one.
+	Clock Clock
+	// PollInterval is how often the store is asked for due work when none
+	// came up otherwise. Defaults to 1 s.
+	PollInterval time.Duration
+	// Lease is how long claimed work stays reserved to this dispatcher. A
+	// dispatcher that stops or dies mid-delivery holds its events this long
+	// before another one retries them. One attempt (a Notify or a hand-off
+	// call) is cut off after half the lease, so the lease outlives it.
+	// Defaults to 1 min.
+	Lease time.Duration
+	// BatchSize caps how many items one claim takes. Defaults to 100.
+	BatchSize int
+	// Concurrency is how many deliveries run at once, and separately how many
+	// hand-offs. A slow receiver occupies one of them for at most the
+	// notifier's timeout. Defaults to 16.
+	Concurrency int
+	// RetryDelays are the waits after each failed attempt: after attempt n
+	// fails, attempt n+1 is due RetryDelays[n-1] later; after attempt
+	// len(RetryDelays)+1 fails the event is marked failed. Defaults to
+	// RetryDelays(), the contract's 10 s, 1 min, 5 min, 30 min, 2 h, 6 h,
+	// 12 h, 24 h.
+	RetryDelays []time.Duration
+	// Jitter adds a random wait of up to this fraction of each retry delay
+	// (never less than the delay), so that events that failed together do not
+	// all come back together. Defaults to 0.1; a negative value turns jitter
+	// off.
+	Jitter float64
+	// Logger receives the dispatcher's logs. Defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// RetryDelays returns the contract's retry schedule: the waits after the
+// first through eighth failed attempts.
+func RetryDelays() []time.Duration {
+	return []time.Duration{
+		10 * time.Second, time.Minute, 5 * time.Minute, 30 * time.Minute,
+		2 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour,
+	}
+}
+
+func (c *Config) withDefaults() *Config {
+	out := *c
+	if out.Notifier == nil {
+		out.Notifier = &HTTPNotifier{}
+	}
+	if out.Owner == "" {
+		out.Owner = defaultOwner()
+	}
+	if out.Clock == nil {
+		out.Clock = systemClock{}
+	}
+	if out.PollInterval == 0 {
+		out.PollInterval = time.Second
+	}
+	if out.Lease == 0 {
+		out.Lease = time.Minute
+	}
+	if out.BatchSize == 0 {
+		out.BatchSize = 100
+	}
+	if out.Concurrency == 0 {
+		out.Concurrency = 16
+	}
+	if out.RetryDelays == nil {
+		out.RetryDelays = RetryDelays()
+	}
+	if out.Jitter == 0 {
+		out.Jitter = 0.1
+	}
+	if out.Jitter < 0 {
+		out.Jitter = 0
+	}
+	if out.Logger == nil {
+		out.Logger = slog.Default()
+	}
+	return &out
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.PollInterval < 0:
+		return errors.New("delivery: PollInterval must not be negative")
+	case c.Lease < 0:
+		return errors.New("delivery: Lease must not be negative")
+	case c.BatchSize < 0:
+		return errors.New("delivery: BatchSize must not be negative")
+	case c.Concurrency < 0:
+		return errors.New("delivery: Concurrency must not be negative")
+	case c.Jitter > 1:
+		return errors.New("delivery: Jitter must be at most 1")
+	}
+	for _, d := range c.RetryDelays {
+		if d <= 0 {
+			return errors.New("delivery: RetryDelays must be positive")
+		}
+	}
+	if n, ok := c.Notifier.(*HTTPNotifier); ok && n.timeout() > c.Lease/2 {
+		return fmt.Errorf("delivery: Lease (%s) must be at least twice the notifier's timeout (%s)", c.Lease, n.timeout())
+	}
+	return nil
+}
+
+func defaultOwner() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "dispatcher"
+	}
+	return host + "-" + strconv.Itoa(os.Getpid()) + "-" + crand.Text()[:8]
+}
+
+// Dispatcher delivers webhooks from the outbox and hands payouts to the
+// processor. Build it with New and start it with Run.
+type Dispatcher struct {
+	store Store
+	cfg   *Config
+	log   *slog.Logger
+	// wake makes the delivery loop claim at once (after a resend).
+	wake    chan struct{}
+	running atomic.Bool
+}
+
+// New returns a dispatcher over store. cfg may be nil for the defaults.
+func New(store Store, cfg *Config) (*Dispatcher, error) {
+	if store == nil {
+		return nil, errors.New("delivery: New needs a store")
+	}
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Dispatcher{
+		store: store, cfg: cfg, wake: make(chan struct{}, 1),
+		log: cfg.Logger.With("component", "delivery", "owner", cfg.Owner),
+	}, nil
+}
+
+// Owner returns the name this dispatcher takes leases under.
+func (d *Dispatcher) Owner() string { return d.cfg.Owner }
+
+// Run delivers events, and hands payouts over when Config.HandOff is set,
+// until ctx is cancelled; then it returns nil once its in-flight work has
+// returned. Attempts cut short by the cancellation are not recorded: their
+// outcome is unknown, so their leases simply expire and the events are sent
+// again later (receivers deduplicate by event id). Store errors are logged
+// and retried; Run does not stop for them. A dispatcher runs once at a time.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	if !d.running.CompareAndSwap(false, true) {
+		return errors.New("delivery: Dispatcher is already running")
+	}
+	defer d.running.Store(false)
+	d.log.InfoContext(ctx, "dispatcher started")
+	done := make(chan struct{})
+	if d.cfg.HandOff != nil {
+		go func() {
+			defer close(done)
+			run(ctx, d, leased[payoutkit.Payout]{
+				name:  "payout hand-offs",
+				claim: func(ctx context.Context, now, until time.Time, limit int) ([]payoutkit.Payout, error) {
+					return d.store.ClaimPayoutHandoffs(ctx, d.cfg.Owner, now, until, limit)
+				},
+				key:  func(p payoutkit.Payout) string { return p.WorkspaceID + "\x00" + p.PayoutID },
+				work: d.handOff,
+			})
+		}()
+	} else {
+		close(done)
+	}
+	run(ctx, d, leased[payoutkit.Event]{
+		name: "events",
+		claim: func(ctx context.Context, now, until time.Time, limit int) ([]payoutkit.Event, error) {
+			return d.store.ClaimEvents(ctx, d.cfg.Owner, now, until, limit)
+		},
+		// One subject's events never go out in parallel; the store already
+		// holds a subject's later events back while an earlier one is pending.
+		key:  func(ev payoutkit.Event) string { return ev.WorkspaceID + "\x00" + ev.Subject },
+		work: d.deliver,
+		wake: d.wake,
+	})
+	<-done
+	d.log.Info("dispatcher stopped")
+	return nil
+}
+
+// Resend makes a failed (or delivered) event of the workspace pending again,
+// due now, and has a running dispatcher claim it at once. It gets one more
+// attempt; when that fails too (after the whole schedule already ran), the
+// event is failed again. An unknown event is payoutkit.ErrNotFound.
+func (d *Dispatcher) Resend(ctx context.Context, workspaceID, eventID string) error {
+	if err := d.store.ResendEvent(ctx, workspaceID, eventID, d.now()); err != nil {
+		return err
+	}
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// now returns the clock's time as stores keep it: UTC, in microseconds.
+func (d *Dispatcher) now() time.Time { return d.cfg.Clock.Now().UTC().Truncate(time.Microsecond) }
+
+// attemptTimeout bounds one Notify or hand-off in real time, so that the
+// work ends well within its lease.
+func (d *Dispatcher) attemptTimeout() time.Duration { return d.cfg.Lease / 2 }
+
+// errNoWebhookURL is the attempt error of an event whose workspace has no
+// webhook URL.
+var errNoWebhookURL = errors.New("workspace has no webhook URL")
+
+// maxError bounds the error text kept with an attempt.
+const maxError = 512
+
+// deliver makes one attempt at delivering ev and records it. A workspace
+// without a webhook URL gets the same attempt, recorded as failed, on the
+// same schedule: a URL set within the schedule's three and a half days
+// receives the pending events at their next attempt, and older ones can be
+// resent by hand.
+func (d *Dispatcher) deliver(ctx context.Context, ev payoutkit.Event, _ time.Time) time.Time {
+	log := d.log.With("event_id", ev.ID, "event_type", ev.Type, "workspace_id", ev.WorkspaceID)
+	ws, err := d.store.Workspace(ctx, ev.WorkspaceID)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.WarnContext(ctx, "reading the event's workspace", "err", err)
+		}
+		return time.Time{}
+	}
+	a := payoutkit.DeliveryAttempt{EventID: ev.ID, Attempt: ev.Attempts + 1, At: d.now()}
+	var res payoutkit.DeliveryResult
+	if ws.WebhookURL == "" {
+		err = errNoWebhookURL
+	} else {
+		actx, cancel := context.WithTimeout(ctx, d.attemptTimeout())
+		start := time.Now()
+		res, err = d.cfg.Notifier.Notify(actx, ws, ev)
+		a.Latency = time.Since(start)
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			// Stopping: the receiver may or may not have the event. Leave it
+			// to the lease's expiry; it is sent again later.
+			return time.Time{}
+		}
+	}
+	a.StatusCode, a.ResponseHead = res.StatusCode, res.ResponseHead
+	next := payoutkit.EventDelivery{State: payoutkit.DeliveryDelivered, Attempts: a.Attempt}
+	if err != nil {
+		a.Error = cleanText([]byte(err.Error()), maxError)
+		next.LastError = a.Error
+		next.State = payoutkit.DeliveryFailed
+		if a.Attempt <= len(d.cfg.RetryDelays) {
+			next.State, next.NextAttemptAt = payoutkit.DeliveryPending, d.retryAt(a.Attempt)
+		}
+	}
+	// Record even when stopping: the outcome is known.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if rerr := d.store.RecordAttempt(rctx, d.cfg.Owner, a, next); rerr != nil {
+		log.WarnContext(ctx, "recording a delivery attempt; the event will be attempted again after the lease",
+			"attempt", a.Attempt, "err", rerr)
+		return time.Time{}
+	}
+	switch next.State {
+	case payoutkit.DeliveryDelivered:
+		log.DebugContext(ctx, "webhook delivered", "attempt", a.Attempt, "status", a.StatusCode, "latency", a.Latency)
+	case payoutkit.DeliveryPending:
+		log.InfoContext(ctx, "webhook attempt failed; will retry", "attempt", a.Attempt, "status", a.StatusCode,
+			"err", a.Error, "next_attempt_at", next.NextAttemptAt)
+	default:
+		log.WarnContext(ctx, "webhook delivery failed; giving up", "attempt", a.Attempt, "status", a.StatusCode, "err", a.Error)
+	}
+	return time.Time{}
+}
+
+// retryAt returns when the attempt after failed attempt n is due.
+func (d *Dispatcher) retryAt(n int) time.Time {
+	delay := d.cfg.RetryDelays[n-1]
+	if d.cfg.Jitter > 0 {
+		delay += time.Duration(rand.Int64N(int64(float64(delay)*d.cfg.Jitter) + 1))
+	}
+	return d.now().Add(delay).Truncate(time.Microsecond)
+}
+
+// handOff gives one claimed payout to the processor. A processor that says
+// the payout is not due yet is asked again when it says, if that falls well
+// within the lease, and otherwise after the lease.
+func (d *Dispatcher) handOff(ctx context.Context, p payoutkit.Payout, leaseUntil time.Time) time.Time {
+	hctx, cancel := context.WithTimeout(ctx, d.attemptTimeout())
+	defer cancel()
+	err := d.cfg.HandOff.HandOffPayout(hctx, p)
+	if nd, ok := errors.AsType[*payoutkit.NotDueError](err); ok {
+		if nd.At.After(d.now()) && nd.At.Before(leaseUntil.Add(-d.cfg.Lease/4)) {
+			return nd.At
+		}
+		return time.Time{}
+	}
+	switch {
+	case err == nil:
+		d.log.DebugContext(ctx, "payout handed to the processor", "workspace_id", p.WorkspaceID, "payout_id", p.PayoutID)
+	case errors.Is(err, payoutkit.ErrNotDue) || ctx.Err() != nil:
+	default:
+		d.log.WarnContext(ctx, "handing a payout to the processor; will retry after the lease",
+			"workspace_id", p.WorkspaceID, "payout_id", p.PayoutID, "err", err)
+	}
+	return time.Time{}
+}
