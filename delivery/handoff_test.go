@@ -1,0 +1,206 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/storage/memstore"
+)
+
+// recordingProcessor counts Submit calls per payout and fails the first
+// fail[id] of them.
+type recordingProcessor struct {
+	t     *testing.T
+	mu    sync.Mutex
+	calls map[string]int
+	fail  map[string]int
+}
+
+func newRecordingProcessor(t *testing.T) *recordingProcessor {
+	return &recordingProcessor{t: t, calls: map[string]int{}, fail: map[string]int{}}
+}
+
+func (p *recordingProcessor) Submit(_ context.Context, po payoutkit.Payout, _ payoutkit.Settler) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if po.Status != payoutkit.PayoutSubmitted {
+		p.t.Errorf("processor got payout %s in status %s", po.PayoutID, po.Status)
+	}
+	p.calls[po.PayoutID]++
+	if p.fail[po.PayoutID] > 0 {
+		p.fail[po.PayoutID]--
+		return errors.New("rail unavailable")
+	}
+	return nil
+}
+
+func (p *recordingProcessor) count(id string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls[id]
+}
+
+func (p *recordingProcessor) counts() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range p.calls {
+		out[k] = v
+	}
+	return out
+}
+
+func TestHandOff(t *testing.T) {
+	proc := newRecordingProcessor(t)
+	proc.fail["po-2"] = 1
+	e := newEnv(t, proc)
+	ws := e.workspace(newReceiver(t))
+	e.fund(ws.ID, "10.00")
+	for _, id := range []string{"po-1", "po-2", "po-3"} {
+		e.payout(ws.ID, id, "1.00")
+	}
+	e.complete(ws.ID, "po-3") // settled before any hand-off: never handed over
+	if n := len(proc.counts()); n != 0 {
+		t.Fatalf("the engine called the processor inline: %v", proc.counts())
+	}
+	e.start(Config{HandOff: e.eng})
+	waitFor(t, "first hand-offs", func() bool { return proc.count("po-1") == 1 && proc.count("po-2") == 1 })
+
+	// A new payout is handed over at the next poll.
+	e.payout(ws.ID, "po-4", "1.00")
+	e.clock.Advance(time.Second)
+	waitFor(t, "po-4 handed over", func() bool { return proc.count("po-4") == 1 })
+
+	// The failed hand-off is retried once its lease expires, and then no more.
+	e.clock.Set(t0.Add(time.Minute))
+	waitFor(t, "po-2 retried", func() bool { return proc.count("po-2") == 2 })
+	for range 5 {
+		e.clock.Advance(time.Minute)
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := proc.counts(); got["po-1"] != 1 || got["po-2"] != 2 || got["po-3"] != 0 || got["po-4"] != 1 || len(got) != 3 {
+		t.Fatalf("processor calls %v; want po-1 1, po-2 2, po-4 1", got)
+	}
+}
+
+func TestHandOffPayoutSkipsSettled(t *testing.T) {
+	proc := newRecordingProcessor(t)
+	e := newEnv(t, proc)
+	ws := e.workspace(nil)
+	e.fund(ws.ID, "10.00")
+	stale := e.payout(ws.ID, "po-1", "1.00") // as a claim returned it
+	if _, err := e.eng.FailPayout(e.ctx, ws.ID, "po-1", "cancelled"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.eng.HandOffPayout(e.ctx, stale); err != nil || proc.count("po-1") != 0 {
+		t.Fatalf("HandOffPayout of a settled payout: %v, %d calls", err, proc.count("po-1"))
+	}
+}
+
+// countingHandOff counts hand-off calls through to the engine.
+type countingHandOff struct {
+	PayoutHandOff
+	mu    sync.Mutex
+	calls int
+}
+
+func (c *countingHandOff) HandOffPayout(ctx context.Context, p payoutkit.Payout) error {
+	err := c.PayoutHandOff.HandOffPayout(ctx, p)
+	c.mu.Lock()
+	c.calls++
+	c.mu.Unlock()
+	return err
+}
+
+func (c *countingHandOff) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls
+}
+
+func TestSandboxSettleAfterSurvivesRestart(t *testing.T) {
+	clock := newFakeClock()
+	sandbox := &payoutkit.SandboxProcessor{SettleAfter: 5 * time.Minute, Now: clock.Now}
+	e := newEnvOn(t, memstore.New(), clock, sandbox)
+	r := newReceiver(t)
+	ws := e.workspace(r)
+	e.fund(ws.ID, "10.00")
+	e.payout(ws.ID, "po-1", "4.00")
+
+	h := &countingHandOff{PayoutHandOff: e.eng}
+	a := e.start(Config{Owner: "A", HandOff: h})
+	waitFor(t, "A's hand-off", func() bool { return h.count() == 1 })
+	a.stop()
+	if p, _ := e.eng.Payout(e.ctx, ws.ID, "po-1"); p.Status != payoutkit.PayoutSubmitted {
+		t.Fatalf("settled before SettleAfter: %+v", p)
+	}
+
+	// A new process, two minutes later.
+	e.clock.Set(t0.Add(2 * time.Minute))
+	e.start(Config{Owner: "B", HandOff: e.eng})
+	var p payoutkit.Payout
+	for step := 0; p.Status != payoutkit.PayoutCompleted; step++ {
+		if step == 20 {
+			t.Fatal("not settled ten minutes after creation")
+		}
+		e.clock.Advance(30 * time.Second)
+		time.Sleep(5 * time.Millisecond)
+		p, _ = e.eng.Payout(e.ctx, ws.ID, "po-1")
+	}
+	if settled := p.UpdatedAt.Sub(t0); settled < 5*time.Minute || settled > 6*time.Minute || !strings.HasPrefix(p.TxID, "sandbox-") {
+		t.Fatalf("settled %s after creation with txid %q", settled, p.TxID)
+	}
+	waitFor(t, "payout.completed received", func() bool {
+		for _, l := range labels(r.requests()) {
+			if l == "payout.completed/po-1" {
+				return true
+			}
+		}
+		return false
+	})
+	if b, _ := e.eng.Balance(e.ctx, ws.ID); b.InProgress != 0 || b.Available.String() != "6.00" {
+		t.Fatalf("balance %+v", b)
+	}
+}
+
+func TestSandboxSettlesOnTimeWithinLease(t *testing.T) {
+	clock := newFakeClock()
+	e := newEnvOn(t, memstore.New(), clock, &payoutkit.SandboxProcessor{SettleAfter: 10 * time.Second, Now: clock.Now})
+	ws := e.workspace(nil)
+	e.fund(ws.ID, "10.00")
+	e.payout(ws.ID, "po-1", "4.00")
+	h := &countingHandOff{PayoutHandOff: e.eng}
+	e.start(Config{HandOff: h})
+	waitFor(t, "first hand-off", func() bool { return h.count() == 1 })
+	e.clock.Set(t0.Add(10 * time.Second))
+	waitFor(t, "settled", func() bool {
+		p, _ := e.eng.Payout(e.ctx, ws.ID, "po-1")
+		return p.Status == payoutkit.PayoutCompleted
+	})
+	if p, _ := e.eng.Payout(e.ctx, ws.ID, "po-1"); !p.UpdatedAt.Equal(t0.Add(10 * time.Second)) {
+		t.Fatalf("settled at %s; want exactly 10 s after creation", p.UpdatedAt)
+	}
+	if h.count() != 2 {
+		t.Fatalf("%d hand-off calls; want 2", h.count())
+	}
+}
+
+func TestSandboxWithoutSettleAfterWaitsForHand(t *testing.T) {
+	e := newEnv(t, &payoutkit.SandboxProcessor{})
+	ws := e.workspace(nil)
+	e.fund(ws.ID, "10.00")
+	e.payout(ws.ID, "po-1", "4.00")
+	h := &countingHandOff{PayoutHandOff: e.eng}
+	e.start(Config{HandOff: h})
+	waitFor(t, "hand-off", func() bool { return h.count() == 1 })
+	e.clock.Advance(time.Hour)
+	time.Sleep(10 * time.Millisecond)
+	if p, _ := e.eng.Payout(e.ctx, ws.ID, "po-1"); p.Status != payoutkit.PayoutSubmitted || h.count() != 1 {
+		t.Fatalf("payout %s after %d hand-offs", p.Status, h.count())
+	}
+}

@@ -1,0 +1,236 @@
+package delivery
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/payoutkit/payoutkit"
+)
+
+// answering returns a server that answers every request with status and body.
+func answering(t *testing.T, status int, body string) (*httptest.Server, *atomic.Int32) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &hits
+}
+
+func testEvent() payoutkit.Event {
+	return payoutkit.Event{ID: "evt_1", Type: payoutkit.EventPayoutCompleted, Body: []byte(`{"id":"evt_1"}`)}
+}
+
+func TestNotifierAcknowledgement(t *testing.T) {
+	n := &HTTPNotifier{AllowPrivate: true}
+	for _, c := range []struct {
+		status int
+		body   string
+		ok     bool
+	}{
+		{200, "success", true},
+		{200, " \r\n\tsuccess \n", true},
+		{201, "success", true},
+		{299, "success", true},
+		{200, "SUCCESS", false},
+		{200, "success!", false},
+		{200, `"success"`, false},
+		{200, "", false},
+		{204, "", false},
+		{200, "success" + strings.Repeat(" ", maxAnswer), false}, // longer than we read
+		{500, "success", false},
+		{404, "success", false},
+		{301, "success", false},
+	} {
+		srv, _ := answering(t, c.status, c.body)
+		res, err := n.Notify(t.Context(), payoutkit.Workspace{WebhookURL: srv.URL, WebhookSecret: "whsec_x"}, testEvent())
+		if (err == nil) != c.ok {
+			t.Errorf("%d %q: err = %v; want ok %v", c.status, c.body, err, c.ok)
+		}
+		if res.StatusCode != c.status {
+			t.Errorf("%d %q: status %d", c.status, c.body, res.StatusCode)
+		}
+	}
+}
+
+func TestNotifierRequest(t *testing.T) {
+	var got *http.Request
+	var body []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, body = r, must(io.ReadAll(r.Body))
+		io.WriteString(w, "success")
+	}))
+	defer srv.Close()
+	ev := testEvent()
+	ev.Body = []byte("{\"id\":\"evt_1\",  \"data\": {\"x\": \"\u00e9\"}}\n") // sent as is, not re-encoded
+	ws := payoutkit.Workspace{WebhookURL: srv.URL + "/hooks?a=1", WebhookSecret: "whsec_abc"}
+	res, err := (&HTTPNotifier{AllowPrivate: true}).Notify(t.Context(), ws, ev)
+	if err != nil || res.StatusCode != 200 || res.ResponseHead != "success" {
+		t.Fatalf("Notify = %+v, %v", res, err)
+	}
+	switch {
+	case got.Method != http.MethodPost || got.URL.Path != "/hooks" || got.URL.RawQuery != "a=1":
+		t.Errorf("request %s %s", got.Method, got.URL)
+	case string(body) != string(ev.Body):
+		t.Errorf("body %q; want %q", body, ev.Body)
+	case got.Header.Get("Content-Type") != "application/json":
+		t.Errorf("Content-Type %q", got.Header.Get("Content-Type"))
+	case got.Header.Get("X-Signature") != payoutkit.Sign("whsec_abc", ev.Body) || !payoutkit.VerifySignature("whsec_abc", body, got.Header.Get("X-Signature")):
+		t.Errorf("X-Signature %q", got.Header.Get("X-Signature"))
+	case got.Header.Get("X-Event-Id") != "evt_1" || got.Header.Get("X-Event-Type") != "payout.completed":
+		t.Errorf("event headers %v", got.Header)
+	case got.Header.Get("Authorization") != "":
+		t.Error("webhook carries an Authorization header")
+	}
+}
+
+func TestNotifierRefusesPrivateDestinations(t *testing.T) {
+	srv, hits := answering(t, 200, "success")
+	ws := payoutkit.Workspace{WebhookURL: srv.URL, WebhookSecret: "whsec_x"}
+	localhost := payoutkit.Workspace{WebhookURL: strings.Replace(srv.URL, "127.0.0.1", "localhost", 1), WebhookSecret: "whsec_x"}
+
+	guarded := &HTTPNotifier{}
+	for _, w := range []payoutkit.Workspace{ws, localhost} {
+		res, err := guarded.Notify(t.Context(), w, testEvent())
+		if !errors.Is(err, ErrForbiddenDestination) || res.StatusCode != 0 {
+			t.Errorf("%s: Notify = %+v, %v; want ErrForbiddenDestination", w.WebhookURL, res, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "loopback") {
+			t.Errorf("error %q does not say why", err)
+		}
+	}
+	if hits.Load() != 0 {
+		t.Fatalf("the guarded notifier reached the server %d times", hits.Load())
+	}
+	open := &HTTPNotifier{AllowPrivate: true}
+	for _, w := range []payoutkit.Workspace{ws, localhost} {
+		if _, err := open.Notify(t.Context(), w, testEvent()); err != nil {
+			t.Errorf("%s with AllowPrivate: %v", w.WebhookURL, err)
+		}
+	}
+
+	// Through the dispatcher, a refused destination is a failed attempt.
+	e := newEnv(t, nil)
+	r := newReceiver(t)
+	wsp := e.workspace(r)
+	e.fund(wsp.ID, "1.00")
+	e.start(Config{Notifier: &HTTPNotifier{}})
+	a := e.waitAttempts(wsp.ID, e.events(wsp.ID)[0].ID, 1)
+	if !strings.Contains(a[0].Error, "not allowed") || a[0].StatusCode != 0 || r.count() != 0 {
+		t.Fatalf("attempt %+v, %d requests", a[0], r.count())
+	}
+}
+
+func TestNonPublic(t *testing.T) {
+	for addr, want := range map[string]string{
+		"127.0.0.1":            "loopback",
+		"127.1.2.3":            "loopback",
+		"::1":                  "loopback",
+		"::ffff:127.0.0.1":     "loopback",
+		"10.1.2.3":             "private",
+		"172.16.0.1":           "private",
+		"192.168.1.1":          "private",
+		"fd00::1":              "private",
+		"fd00:ec2::254":        "private",
+		"169.254.169.254":      "link-local",
+		"fe80::1":              "link-local",
+		"0.0.0.0":              "unspecified",
+		"::":                   "unspecified",
+		"224.0.0.1":            "multicast",
+		"ff02::1":              "multicast",
+		"100.100.100.200":      "shared address space",
+		"0.1.2.3":              "reserved (this network)",
+		"255.255.255.255":      "reserved",
+		"198.18.0.1":           "reserved (benchmarking)",
+		"64:ff9b::a00:1":       "private (embedded in NAT64)",
+		"2002:7f00:1::":        "loopback (embedded in 6to4)",
+		"8.8.8.8":              "",
+		"1.1.1.1":              "",
+		"2001:4860:4860::8888": "",
+		"64:ff9b::808:808":     "",
+		"172.32.0.1":           "",
+	} {
+		if got := nonPublic(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("nonPublic(%s) = %q; want %q", addr, got, want)
+		}
+	}
+}
+
+func TestNotifierDoesNotFollowRedirects(t *testing.T) {
+	target, targetHits := answering(t, 200, "success")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL, http.StatusTemporaryRedirect)
+	}))
+	defer srv.Close()
+	res, err := (&HTTPNotifier{AllowPrivate: true}).Notify(t.Context(), payoutkit.Workspace{WebhookURL: srv.URL}, testEvent())
+	if err == nil || res.StatusCode != http.StatusTemporaryRedirect {
+		t.Fatalf("Notify = %+v, %v; want a failed 307", res, err)
+	}
+	if targetHits.Load() != 0 {
+		t.Fatal("the redirect was followed")
+	}
+}
+
+func TestNotifierTimeout(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // so that the server notices the client leaving
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	}))
+	defer srv.Close()
+	start := time.Now()
+	_, err := (&HTTPNotifier{AllowPrivate: true, Timeout: 50 * time.Millisecond}).Notify(t.Context(), payoutkit.Workspace{WebhookURL: srv.URL}, testEvent())
+	if err == nil || !strings.Contains(err.Error(), "no answer within 50ms") || time.Since(start) > 2*time.Second {
+		t.Fatalf("err = %v after %s", err, time.Since(start))
+	}
+	if (&HTTPNotifier{}).timeout() != 10*time.Second {
+		t.Error("default timeout is not 10 s")
+	}
+}
+
+func TestNotifierRefusesOtherSchemes(t *testing.T) {
+	for _, u := range []string{"ftp://example.com/x", "file:///etc/passwd", "example.com/hook", "http://", "gopher://example.com"} {
+		if _, err := (&HTTPNotifier{AllowPrivate: true}).Notify(t.Context(), payoutkit.Workspace{WebhookURL: u}, testEvent()); err == nil {
+			t.Errorf("%s accepted", u)
+		}
+	}
+}
+
+func TestResponseHead(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{strings.Repeat("x", 1000), strings.Repeat("x", 256)},
+		{"ok\x00done", "okdone"},
+		{"bad \xff\xfe bytes", "bad \uFFFD bytes"},
+		{strings.Repeat("x", 255) + "é", strings.Repeat("x", 255)}, // never half a character
+	} {
+		got := cleanText([]byte(c.in), maxHead)
+		if got != c.want || !utf8.ValidString(got) || len(got) > maxHead {
+			t.Errorf("cleanText(%q) = %q; want %q", c.in, got, c.want)
+		}
+	}
+	srv, _ := answering(t, 500, strings.Repeat("e", 5000))
+	res, _ := (&HTTPNotifier{AllowPrivate: true}).Notify(t.Context(), payoutkit.Workspace{WebhookURL: srv.URL}, testEvent())
+	if res.ResponseHead != strings.Repeat("e", 256) {
+		t.Errorf("response head of %d bytes", len(res.ResponseHead))
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
