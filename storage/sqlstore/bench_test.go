@@ -1,0 +1,122 @@
+package sqlstore_test
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/storage/memstore"
+	"github.com/payoutkit/payoutkit/storage/sqlstore"
+)
+
+func openBench(b *testing.B, dsn string) (*sqlstore.Store, error) {
+	return sqlstore.Open(b.Context(), dsn, sqlstore.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+}
+
+// benchStore is one store under benchmark, with a funded workspace.
+type benchStore struct {
+	name string
+	eng  *payoutkit.Engine
+	ws   string
+}
+
+// benchStores opens the stores to compare: memory, SQLite, and PostgreSQL
+// when PAYOUTKIT_TEST_POSTGRES is set.
+func benchStores(b *testing.B) []benchStore {
+	b.Helper()
+	stores := []struct {
+		name string
+		open func() payoutkit.Store
+	}{
+		{"memory", func() payoutkit.Store { return memstore.New() }},
+		{"sqlite", func() payoutkit.Store {
+			s, err := openBench(b, filepath.Join(b.TempDir(), "bench.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s
+		}},
+	}
+	if dsn := os.Getenv("PAYOUTKIT_TEST_POSTGRES"); dsn != "" {
+		stores = append(stores, struct {
+			name string
+			open func() payoutkit.Store
+		}{"postgres", func() payoutkit.Store {
+			s, err := openBench(b, freshSchema(b, dsn))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s
+		}})
+	}
+	out := make([]benchStore, len(stores))
+	for i, st := range stores {
+		s := st.open()
+		b.Cleanup(func() { s.Close() })
+		eng := newEngine(b, s)
+		nw, err := eng.CreateWorkspace(b.Context(), payoutkit.CreateWorkspaceRequest{Name: "Bench"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for j := range 10 {
+			fund(b, eng, nw.Workspace.ID, fmt.Sprintf("fund-%d", j), "1000000000.00")
+		}
+		out[i] = benchStore{name: st.name, eng: eng, ws: nw.Workspace.ID}
+	}
+	return out
+}
+
+// BenchmarkCreatePayout measures accepted payouts through the engine: a
+// replay lookup, then the debit, payout, ledger entry and event in one
+// transaction.
+func BenchmarkCreatePayout(b *testing.B) {
+	var seq atomic.Int64
+	for _, st := range benchStores(b) {
+		create := func(b *testing.B) bool {
+			id := fmt.Sprintf("po-%d", seq.Add(1))
+			_, _, err := st.eng.CreatePayout(b.Context(), st.ws, payoutRequest(id, "0.01"))
+			if err != nil {
+				b.Error(err)
+			}
+			return err == nil
+		}
+		b.Run(st.name+"/serial", func(b *testing.B) {
+			for b.Loop() && create(b) {
+			}
+		})
+		b.Run(st.name+"/parallel", func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() && create(b) {
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkBalance measures the read behind GET /v1/balance.
+func BenchmarkBalance(b *testing.B) {
+	for _, st := range benchStores(b) {
+		read := func(b *testing.B) bool {
+			_, err := st.eng.Balance(b.Context(), st.ws)
+			if err != nil {
+				b.Error(err)
+			}
+			return err == nil
+		}
+		b.Run(st.name+"/serial", func(b *testing.B) {
+			for b.Loop() && read(b) {
+			}
+		})
+		b.Run(st.name+"/parallel", func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() && read(b) {
+				}
+			})
+		})
+	}
+}

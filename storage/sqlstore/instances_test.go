@@ -1,0 +1,154 @@
+package sqlstore_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/storage/sqlstore"
+	"github.com/payoutkit/payoutkit/storage/storetest"
+)
+
+func newEngine(t testing.TB, s payoutkit.Store) *payoutkit.Engine {
+	t.Helper()
+	eng, err := payoutkit.New(s, &payoutkit.Config{PasswordCost: bcrypt.MinCost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng
+}
+
+func fund(t testing.TB, eng *payoutkit.Engine, ws, id, amount string) {
+	t.Helper()
+	if _, _, err := eng.CreateOrder(t.Context(), ws, payoutkit.CreateOrderRequest{OrderID: id, Amount: amount}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.MarkOrderPaid(t.Context(), ws, id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func payoutRequest(id, amount string) payoutkit.CreatePayoutRequest {
+	return payoutkit.CreatePayoutRequest{
+		PayoutID: id, Amount: amount, Asset: "USDT", Network: "TRON", Address: storetest.TronAddress, PayerID: "cust-1",
+	}
+}
+
+// Two instances (two pools, two engines) on one PostgreSQL database race
+// payouts against one balance: the database, not a process, refuses the
+// overdraft.
+func TestPostgresInstancesRace(t *testing.T) {
+	dsn := freshSchema(t, postgresDSN(t))
+	stores := []*sqlstore.Store{openPostgres(t, dsn), openPostgres(t, dsn)}
+	engines := make([]*payoutkit.Engine, len(stores))
+	for i, s := range stores {
+		t.Cleanup(func() { s.Close() })
+		engines[i] = newEngine(t, s)
+	}
+	nw, err := engines[0].CreateWorkspace(t.Context(), payoutkit.CreateWorkspaceRequest{Name: "Race"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := nw.Workspace.ID
+	fund(t, engines[1], ws, "fund", "100.00")
+
+	const perEngine = 250
+	var accepted, refused atomic.Int64
+	var start, done sync.WaitGroup
+	start.Add(1)
+	for e, eng := range engines {
+		for i := range perEngine {
+			done.Go(func() {
+				start.Wait()
+				_, _, err := eng.CreatePayout(t.Context(), ws, payoutRequest(fmt.Sprintf("po-%d-%d", e, i), "1.00"))
+				switch {
+				case err == nil:
+					accepted.Add(1)
+				case errors.Is(err, payoutkit.ErrInsufficientBalance):
+					refused.Add(1)
+				default:
+					t.Errorf("payout %d-%d: %v", e, i, err)
+				}
+			})
+		}
+	}
+	start.Done()
+	done.Wait()
+	if accepted.Load() != 100 || refused.Load() != 2*perEngine-100 {
+		t.Fatalf("accepted %d, refused %d; want 100, %d", accepted.Load(), refused.Load(), 2*perEngine-100)
+	}
+	for _, s := range stores {
+		a, err := s.Audit(t.Context(), ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Check(); err != nil {
+			t.Fatal(err)
+		}
+		if a.Available != 0 || a.InProgress != 100_00 {
+			t.Fatalf("audit %+v", a)
+		}
+	}
+}
+
+// Dispatchers on two instances claiming one outbox at once never hold the
+// same event, and a payout's later event is not claimed while its earlier
+// one is pending.
+func TestPostgresInstancesClaim(t *testing.T) {
+	dsn := freshSchema(t, postgresDSN(t))
+	a, b := openPostgres(t, dsn), openPostgres(t, dsn)
+	t.Cleanup(func() { a.Close(); b.Close() })
+	eng := newEngine(t, a)
+	nw, err := eng.CreateWorkspace(t.Context(), payoutkit.CreateWorkspaceRequest{Name: "Claim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := nw.Workspace.ID
+	fund(t, eng, ws, "fund", "1000.00")
+	const n = 40
+	for i := range n {
+		id := fmt.Sprintf("po-%d", i)
+		if _, _, err := eng.CreatePayout(t.Context(), ws, payoutRequest(id, "1.00")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := eng.CompletePayout(t.Context(), ws, id, "tx"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now().Add(time.Minute)
+	var mu sync.Mutex
+	owners := map[string]string{}
+	var wg sync.WaitGroup
+	for i, s := range []*sqlstore.Store{a, b, a, b} {
+		owner := fmt.Sprintf("d%d", i)
+		wg.Go(func() {
+			evs, err := s.ClaimEvents(t.Context(), owner, now, now.Add(time.Minute), 15)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, ev := range evs {
+				if prev, dup := owners[ev.ID]; dup {
+					t.Errorf("%s claimed by %s and %s", ev.ID, prev, owner)
+				}
+				owners[ev.ID] = owner
+				if ev.Type == payoutkit.EventPayoutCompleted {
+					t.Errorf("%s's completion claimed while its submission is pending", ev.Subject)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// The order.paid event and the 40 submissions: 41 due events.
+	if len(owners) != n+1 {
+		t.Fatalf("claimed %d events; want %d", len(owners), n+1)
+	}
+}

@@ -1,0 +1,96 @@
+package sqlstore
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The settings the store's guarantees rest on are in force on every
+// connection it opens.
+func TestSQLitePragmas(t *testing.T) {
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "p.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	check := func(q querier, pragma, want string) {
+		t.Helper()
+		var got string
+		if err := q.QueryRowContext(t.Context(), "PRAGMA "+pragma).Scan(&got); err != nil {
+			t.Fatalf("PRAGMA %s: %v", pragma, err)
+		}
+		if !strings.EqualFold(got, want) {
+			t.Errorf("PRAGMA %s = %s; want %s", pragma, got, want)
+		}
+	}
+	for _, c := range [][2]string{{"journal_mode", "wal"}, {"synchronous", "2"}, {"foreign_keys", "1"}, {"busy_timeout", "5000"}, {"query_only", "0"}} {
+		check(s.writer(), c[0], c[1])
+	}
+	for _, c := range [][2]string{{"journal_mode", "wal"}, {"foreign_keys", "1"}, {"busy_timeout", "5000"}, {"query_only", "1"}} {
+		check(s.reader(), c[0], c[1])
+	}
+	if n := s.w.DB.Stats().MaxOpenConnections; n != 1 {
+		t.Errorf("writer pool holds up to %d connections; want 1", n)
+	}
+}
+
+func TestParseSQLiteDSN(t *testing.T) {
+	for _, c := range []struct {
+		dsn, path, params string
+		err               bool
+	}{
+		{dsn: "payoutkit.db", path: "payoutkit.db"},
+		{dsn: "/var/lib/x?y.db", path: "/var/lib/x?y.db"},
+		{dsn: "file:data.db?mode=ro", path: "data.db", params: "mode=ro"},
+		{dsn: "file:///abs/data%20x.db?mode=rw&_pragma=cache_size(-20000)", path: "/abs/data x.db", params: "_pragma=cache_size%28-20000%29&mode=rw"},
+		// The store's own settings cannot be weakened from the DSN.
+		{dsn: "file:/d.db?_pragma=synchronous(OFF)&_txlock=deferred&_journal_mode=DELETE&_pragma=foreign_keys(0)", path: "/d.db"},
+		{dsn: "file::memory:", err: true},
+		{dsn: "file:x.db?mode=memory", err: true},
+		{dsn: "file://remote/x.db", err: true},
+	} {
+		path, params, err := parseSQLiteDSN(c.dsn)
+		if c.err {
+			if err == nil {
+				t.Errorf("%q: no error", c.dsn)
+			}
+			continue
+		}
+		if err != nil || path != c.path || params.Encode() != c.params {
+			t.Errorf("%q = %q, %q, %v; want %q, %q", c.dsn, path, params.Encode(), err, c.path, c.params)
+		}
+	}
+	if got := sqliteURI("/a b/c?d#e%f.db", nil); got != "file:/a b/c%3fd%23e%25f.db?" {
+		t.Errorf("sqliteURI = %q", got)
+	}
+}
+
+func TestMigrationsNumbered(t *testing.T) {
+	for _, d := range []string{DialectSQLite, DialectPostgres} {
+		ms, err := loadMigrations(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ms) == 0 || ms[0].version != 1 {
+			t.Fatalf("%s migrations %+v", d, ms)
+		}
+	}
+	s, p := mustLoad(t, DialectSQLite), mustLoad(t, DialectPostgres)
+	if len(s) != len(p) {
+		t.Fatalf("%d SQLite migrations, %d PostgreSQL ones: every schema change is made on both", len(s), len(p))
+	}
+	for i := range s {
+		if s[i].name != p[i].name {
+			t.Errorf("migration %d is %q on SQLite, %q on PostgreSQL", i+1, s[i].name, p[i].name)
+		}
+	}
+}
+
+func mustLoad(t *testing.T, dialect string) []migration {
+	ms, err := loadMigrations(dialect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}

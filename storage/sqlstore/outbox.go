@@ -1,0 +1,141 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/payoutkit/payoutkit"
+)
+
+// ClaimEvents implements payoutkit.Outbox. It is one statement: on SQLite
+// the single writer connection serialises claims; on PostgreSQL the due
+// events are locked with FOR UPDATE SKIP LOCKED, so that dispatchers on
+// several instances claim disjoint sets, and each claim sees the events
+// leased by a committed earlier claim as not due.
+func (s *Store) ClaimEvents(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.Event, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	rows, err := s.writer().QueryContext(ctx, s.q.claimEvents, s.ts(now), s.ts(leaseUntil), limit, owner)
+	if err != nil {
+		return nil, translate(ctx, "claim events", err)
+	}
+	type claimed struct {
+		ev  payoutkit.Event
+		seq int64
+	}
+	got, err := collect(rows, func(sc scanner) (claimed, error) {
+		var c claimed
+		var err error
+		c.ev, err = scanEvent(sc, &c.seq)
+		return c, err
+	})
+	if err != nil {
+		return nil, translate(ctx, "claim events", err)
+	}
+	slices.SortFunc(got, func(a, b claimed) int { return cmp.Compare(a.seq, b.seq) }) // RETURNING promises no order
+	out := make([]payoutkit.Event, len(got))
+	for i, c := range got {
+		out[i] = c.ev
+	}
+	return out, nil
+}
+
+const insertAttemptSQL = `INSERT INTO delivery_attempts (` + attemptCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7)`
+
+// RecordAttempt implements payoutkit.Outbox.
+func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.DeliveryAttempt, next payoutkit.EventDelivery) error {
+	eventArgs := []any{a.EventID, owner, string(next.State), next.Attempts, s.ts(next.NextAttemptAt), cleanText(next.LastError)}
+	attemptArgs := []any{a.Attempt, s.ts(a.At), a.StatusCode, int64(a.Latency), cleanText(a.Error), cleanText(a.ResponseHead)}
+	var recorded bool
+	var err error
+	if s.pg() {
+		var res sql.Result
+		res, err = s.writer().ExecContext(ctx, s.q.pgRecordAttempt, append(eventArgs, attemptArgs...)...)
+		if err == nil {
+			n, _ := res.RowsAffected()
+			recorded = n == 1
+		}
+	} else {
+		err = s.inTx(ctx, func(tx *sql.Tx) error {
+			res, err := tx.ExecContext(ctx, `UPDATE events SET state = $3, attempts = $4, next_attempt_at = $5, last_error = $6,
+				lease_owner = NULL, lease_until = NULL
+				WHERE id = $1 AND lease_owner = $2 AND state = 'pending'`, eventArgs...)
+			if err != nil {
+				return err
+			}
+			if err := mustAffect(res, errNothingToCommit); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, insertAttemptSQL, append([]any{a.EventID}, attemptArgs...)...); err != nil {
+				return err
+			}
+			recorded = true
+			return nil
+		})
+		if errors.Is(err, errNothingToCommit) {
+			err = nil
+		}
+	}
+	if err != nil {
+		return translate(ctx, "record delivery attempt", err)
+	}
+	if !recorded { // the lease is gone, or the event is
+		var one int
+		err := s.reader().QueryRowContext(ctx, `SELECT 1 FROM events WHERE id = $1`, a.EventID).Scan(&one)
+		if err != nil {
+			return translate(ctx, "record delivery attempt", err)
+		}
+		return payoutkit.ErrConflict
+	}
+	return nil
+}
+
+// Events implements payoutkit.Outbox.
+func (s *Store) Events(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Event], error) {
+	return list(ctx, s, "events", workspaceID, page,
+		`SELECT `+eventCols+`, seq FROM events WHERE workspace_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`, scanEvent)
+}
+
+// Event implements payoutkit.Outbox.
+func (s *Store) Event(ctx context.Context, workspaceID, eventID string) (payoutkit.Event, error) {
+	ev, err := scanEvent(s.reader().QueryRowContext(ctx,
+		`SELECT `+eventCols+` FROM events WHERE id = $1 AND workspace_id = $2`, eventID, workspaceID))
+	if err != nil {
+		return payoutkit.Event{}, translate(ctx, "event", err)
+	}
+	return ev, nil
+}
+
+// DeliveryAttempts implements payoutkit.Outbox.
+func (s *Store) DeliveryAttempts(ctx context.Context, workspaceID, eventID string) ([]payoutkit.DeliveryAttempt, error) {
+	if _, err := s.Event(ctx, workspaceID, eventID); err != nil {
+		return nil, err
+	}
+	rows, err := s.reader().QueryContext(ctx,
+		`SELECT `+attemptCols+` FROM delivery_attempts WHERE event_id = $1 ORDER BY seq`, eventID)
+	if err != nil {
+		return nil, translate(ctx, "delivery attempts", err)
+	}
+	out, err := collect(rows, scanAttempt)
+	return out, translate(ctx, "delivery attempts", err)
+}
+
+// ResendEvent implements payoutkit.Outbox.
+func (s *Store) ResendEvent(ctx context.Context, workspaceID, eventID string, now time.Time) error {
+	res, err := s.writer().ExecContext(ctx, `UPDATE events SET state = 'pending', next_attempt_at = $3, lease_owner = NULL, lease_until = NULL
+		WHERE id = $1 AND workspace_id = $2 AND state <> 'pending'`, eventID, workspaceID, s.ts(now))
+	if err != nil {
+		return translate(ctx, "resend event", err)
+	}
+	if err := mustAffect(res, errNothingToCommit); err == nil || !errors.Is(err, errNothingToCommit) {
+		return err
+	}
+	// Already pending, or not there.
+	_, err = s.Event(ctx, workspaceID, eventID)
+	return err
+}

@@ -1,0 +1,210 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/payoutkit/payoutkit"
+)
+
+const (
+	insertPayoutSQL = `INSERT INTO payouts (` + payoutCols + `)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+		ON CONFLICT (workspace_id, payout_id) DO NOTHING`
+	// The no-overdraft rule: the debit happens only if it leaves the
+	// available balance at zero or above.
+	debitSQL = `UPDATE balances SET available = available - $2, in_progress = in_progress + $2
+		WHERE workspace_id = $1 AND available >= $2`
+	insertLedgerSQL = `INSERT INTO ledger_entries (` + ledgerCols + `) VALUES ($1, $2, $3, $4, $5, $6)`
+	// insertEventSQL takes $1 workspace_id and $2-$10 eventArgs.
+	insertEventSQL  = `INSERT INTO events (` + eventCols + `) VALUES ($2, $1, $3, $4, $5, $6, $7, $8, $9, $10)`
+	selectPayoutSQL = `SELECT ` + payoutCols + ` FROM payouts WHERE workspace_id = $1 AND payout_id = $2`
+)
+
+// CreatePayout implements payoutkit.PayoutStore: insert the payout unless
+// its id is taken, debit the balance if it covers the amount, record the
+// ledger entry and the event; one transaction, all or nothing.
+func (s *Store) CreatePayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event) (payoutkit.Payout, bool, error) {
+	var (
+		stored  payoutkit.Payout
+		created bool
+	)
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		inserted, debited, err := s.createPayout(ctx, tx, p, ev)
+		switch {
+		case err != nil:
+			return err
+		case !inserted: // the id is taken: report the stored payout, change nothing
+			stored, err = scanPayout(tx.QueryRowContext(ctx, selectPayoutSQL, p.WorkspaceID, p.PayoutID))
+			if err != nil {
+				return err
+			}
+			return errNothingToCommit
+		case !debited:
+			return payoutkit.ErrInsufficientBalance
+		}
+		stored, created = p, true
+		return nil
+	})
+	if err != nil && !errors.Is(err, errNothingToCommit) {
+		return payoutkit.Payout{}, false, translate(ctx, "create payout", err)
+	}
+	return stored, created, nil
+}
+
+// errNothingToCommit rolls back a transaction that succeeded without a change.
+var errNothingToCommit = errors.New("sqlstore: nothing to commit")
+
+// createPayout runs CreatePayout's statements in tx: on PostgreSQL one
+// statement, on SQLite the four it is made of.
+func (s *Store) createPayout(ctx context.Context, tx *sql.Tx, p payoutkit.Payout, ev payoutkit.Event) (inserted, debited bool, err error) {
+	if s.pg() {
+		var ins, deb int
+		args := append(s.payoutArgs(p), s.eventArgs(ev)...)
+		if err := tx.QueryRowContext(ctx, s.q.pgCreatePayout, args...).Scan(&ins, &deb); err != nil {
+			return false, false, err
+		}
+		return ins == 1, deb == 1, nil
+	}
+	res, err := tx.ExecContext(ctx, insertPayoutSQL, s.payoutArgs(p)...)
+	if err != nil {
+		return false, false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return false, false, err
+	}
+	res, err = tx.ExecContext(ctx, debitSQL, p.WorkspaceID, int64(p.Amount))
+	if err != nil {
+		return true, false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return true, false, err
+	}
+	if _, err := tx.ExecContext(ctx, insertLedgerSQL,
+		p.WorkspaceID, string(payoutkit.LedgerPayoutDebit), -int64(p.Amount), p.PayoutID, ev.ID, s.ts(ev.CreatedAt)); err != nil {
+		return true, true, err
+	}
+	_, err = tx.ExecContext(ctx, insertEventSQL, append([]any{p.WorkspaceID}, s.eventArgs(ev)...)...)
+	return true, true, err
+}
+
+// SettlePayout implements payoutkit.PayoutStore.
+func (s *Store) SettlePayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event) error {
+	if p.Status != payoutkit.PayoutCompleted && p.Status != payoutkit.PayoutFailed {
+		return fmt.Errorf("sqlstore: settle payout: status %q is not completed or failed: %w", p.Status, payoutkit.ErrInvalidInput)
+	}
+	var settled bool
+	var err error
+	if s.pg() {
+		// One statement: it settles all or nothing without a transaction.
+		var n int
+		args := append([]any{p.WorkspaceID, p.PayoutID, string(p.Status), p.TxID, p.FailureReason, s.ts(p.UpdatedAt)}, s.eventArgs(ev)...)
+		err = s.writer().QueryRowContext(ctx, s.q.pgSettlePayout, args...).Scan(&n)
+		settled = n == 1
+	} else {
+		err = s.inTx(ctx, func(tx *sql.Tx) error {
+			var amount int64
+			err := tx.QueryRowContext(ctx, `UPDATE payouts SET status = $3, txid = $4, failure_reason = $5, updated_at = $6
+				WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted' RETURNING amount`,
+				p.WorkspaceID, p.PayoutID, string(p.Status), p.TxID, p.FailureReason, s.ts(p.UpdatedAt)).Scan(&amount)
+			if errors.Is(err, sql.ErrNoRows) {
+				return errNothingToCommit
+			} else if err != nil {
+				return err
+			}
+			refund := int64(0)
+			if p.Status == payoutkit.PayoutFailed {
+				refund = amount
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE balances SET in_progress = in_progress - $2, available = available + $3 WHERE workspace_id = $1`,
+				p.WorkspaceID, amount, refund); err != nil {
+				return err
+			}
+			if refund != 0 {
+				if _, err := tx.ExecContext(ctx, insertLedgerSQL,
+					p.WorkspaceID, string(payoutkit.LedgerPayoutRefund), refund, p.PayoutID, ev.ID, s.ts(ev.CreatedAt)); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.ExecContext(ctx, insertEventSQL, append([]any{p.WorkspaceID}, s.eventArgs(ev)...)...); err != nil {
+				return err
+			}
+			settled = true
+			return nil
+		})
+		if errors.Is(err, errNothingToCommit) {
+			err = nil
+		}
+	}
+	if err != nil {
+		return translate(ctx, "settle payout", err)
+	}
+	if !settled { // not submitted, or not there
+		if _, err := s.Payout(ctx, p.WorkspaceID, p.PayoutID); err != nil {
+			return err
+		}
+		return payoutkit.ErrConflict
+	}
+	return nil
+}
+
+// Payout implements payoutkit.PayoutStore.
+func (s *Store) Payout(ctx context.Context, workspaceID, payoutID string) (payoutkit.Payout, error) {
+	p, err := scanPayout(s.reader().QueryRowContext(ctx, selectPayoutSQL, workspaceID, payoutID))
+	if err != nil {
+		return payoutkit.Payout{}, translate(ctx, "payout", err)
+	}
+	return p, nil
+}
+
+// Payouts implements payoutkit.PayoutStore.
+func (s *Store) Payouts(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Payout], error) {
+	return list(ctx, s, "payouts", workspaceID, page,
+		`SELECT `+payoutCols+`, seq FROM payouts WHERE workspace_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`, scanPayout)
+}
+
+// ClaimPayoutHandoffs implements payoutkit.PayoutStore.
+func (s *Store) ClaimPayoutHandoffs(ctx context.Context, _ string, now, leaseUntil time.Time, limit int) ([]payoutkit.Payout, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	rows, err := s.writer().QueryContext(ctx, s.q.claimHandoffs, s.ts(now), s.ts(leaseUntil), limit)
+	if err != nil {
+		return nil, translate(ctx, "claim payout hand-offs", err)
+	}
+	type claimed struct {
+		p   payoutkit.Payout
+		seq int64
+	}
+	got, err := collect(rows, func(sc scanner) (claimed, error) {
+		var c claimed
+		var err error
+		c.p, err = scanPayout(sc, &c.seq)
+		return c, err
+	})
+	if err != nil {
+		return nil, translate(ctx, "claim payout hand-offs", err)
+	}
+	// RETURNING promises no order.
+	slices.SortFunc(got, func(a, b claimed) int { return cmp.Compare(a.seq, b.seq) })
+	out := make([]payoutkit.Payout, len(got))
+	for i, c := range got {
+		out[i] = c.p
+	}
+	return out, nil
+}
+
+// MarkPayoutHandedOff implements payoutkit.PayoutStore.
+func (s *Store) MarkPayoutHandedOff(ctx context.Context, workspaceID, payoutID string, at time.Time) error {
+	res, err := s.writer().ExecContext(ctx, `UPDATE payouts SET handed_off_at = COALESCE(handed_off_at, $3), handoff_lease_until = NULL
+		WHERE workspace_id = $1 AND payout_id = $2`, workspaceID, payoutID, s.ts(at))
+	if err != nil {
+		return translate(ctx, "mark payout handed off", err)
+	}
+	return mustAffect(res, payoutkit.ErrNotFound)
+}

@@ -1,0 +1,150 @@
+package sqlstore
+
+import (
+	"fmt"
+	"strings"
+)
+
+// queries holds the statements that differ between the dialects. The rest
+// are constants beside the methods that run them.
+type queries struct {
+	createSchemaMigrations string
+	// claimEvents and claimHandoffs lease due rows; on PostgreSQL they lock
+	// them with FOR UPDATE SKIP LOCKED, so that instances claim disjoint sets.
+	claimEvents, claimHandoffs string
+	// PostgreSQL only: the money movements as one statement each.
+	pgCreatePayout, pgSettlePayout, pgMarkOrderPaid, pgRecordAttempt string
+}
+
+func queriesFor(dialect string) *queries {
+	if dialect == DialectPostgres {
+		return &queries{
+			createSchemaMigrations: `CREATE TABLE IF NOT EXISTS schema_migrations (
+				version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)`,
+			claimEvents:     fmt.Sprintf(claimEventsSQL, "FOR UPDATE OF e SKIP LOCKED"),
+			claimHandoffs:   fmt.Sprintf(claimHandoffsSQL, "FOR UPDATE SKIP LOCKED"),
+			pgCreatePayout:  pgCreatePayoutSQL,
+			pgSettlePayout:  pgSettlePayoutSQL,
+			pgMarkOrderPaid: pgMarkOrderPaidSQL,
+			pgRecordAttempt: pgRecordAttemptSQL,
+		}
+	}
+	return &queries{
+		createSchemaMigrations: `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`,
+		claimEvents:   fmt.Sprintf(claimEventsSQL, ""),
+		claimHandoffs: fmt.Sprintf(claimHandoffsSQL, ""),
+	}
+}
+
+// Claims: $1 now, $2 lease until, $3 limit, $4 owner. An event is a
+// candidate only when no earlier event of its subject is pending, whether
+// or not that one is due, so that a subject's events go out in order.
+const claimEventsSQL = `WITH due AS MATERIALIZED (
+	SELECT e.seq FROM events e
+	WHERE e.state = 'pending'
+		AND (e.next_attempt_at IS NULL OR e.next_attempt_at <= $1)
+		AND (e.lease_until IS NULL OR e.lease_until <= $1)
+		AND NOT EXISTS (
+			SELECT 1 FROM events b
+			WHERE b.state = 'pending' AND b.workspace_id = e.workspace_id AND b.subject = e.subject AND b.seq < e.seq)
+	ORDER BY e.seq
+	LIMIT $3
+	%s
+)
+UPDATE events SET lease_owner = $4, lease_until = $2
+WHERE seq IN (SELECT seq FROM due)
+RETURNING ` + eventCols + `, seq`
+
+const claimHandoffsSQL = `WITH due AS MATERIALIZED (
+	SELECT seq FROM payouts
+	WHERE status = 'submitted' AND handed_off_at IS NULL
+		AND (handoff_lease_until IS NULL OR handoff_lease_until <= $1)
+	ORDER BY seq
+	LIMIT $3
+	%s
+)
+UPDATE payouts SET handoff_lease_until = $2
+WHERE seq IN (SELECT seq FROM due)
+RETURNING ` + payoutCols + `, seq`
+
+// pgEventInsert inserts an event whose columns after workspace_id are the
+// parameters from $first on (eventArgs order), for each row of from.
+func pgEventInsert(from string, first int) string {
+	casts := []string{"text", "text", "text", "timestamptz", "bytea", "text", "integer", "timestamptz", "text"}
+	p := make([]string, len(casts))
+	for i, c := range casts {
+		p[i] = fmt.Sprintf("$%d::%s", first+i, c)
+	}
+	return fmt.Sprintf(`INSERT INTO events (%s)
+	SELECT %s, workspace_id, %s FROM %s`, eventCols, p[0], strings.Join(p[1:], ", "), from)
+}
+
+// pgCreatePayoutSQL: $1-$12 the payout (payoutArgs), $13-$21 the event
+// (eventArgs). It inserts the payout unless its id is taken, debits the
+// balance only if the payout was inserted and the balance covers it, and
+// records the ledger entry and event only if the debit happened. It reports
+// (inserted, debited); the caller commits only when both are 1.
+var pgCreatePayoutSQL = `WITH p AS (
+	INSERT INTO payouts (` + payoutCols + `)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+	ON CONFLICT (workspace_id, payout_id) DO NOTHING
+	RETURNING workspace_id
+), d AS (
+	UPDATE balances SET available = available - $4, in_progress = in_progress + $4
+	WHERE workspace_id = (SELECT workspace_id FROM p) AND available >= $4
+	RETURNING workspace_id
+), l AS (
+	INSERT INTO ledger_entries (` + ledgerCols + `)
+	SELECT workspace_id, 'payout_debit', -$4::bigint, $2::text, $13::text, $16::timestamptz FROM d
+), e AS (
+	` + pgEventInsert("d", 13) + `
+)
+SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM d)`
+
+// pgSettlePayoutSQL: $1 workspace, $2 payout_id, $3 status, $4 txid,
+// $5 failure reason, $6 updated at, $7-$15 the event. Everything hangs on
+// the conditional UPDATE of the payout, so the statement moves all or
+// nothing; it returns how many payouts it settled.
+var pgSettlePayoutSQL = `WITH p AS (
+	UPDATE payouts SET status = $3, txid = $4, failure_reason = $5, updated_at = $6
+	WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted'
+	RETURNING workspace_id, amount
+), b AS (
+	UPDATE balances SET in_progress = balances.in_progress - p.amount,
+		available = balances.available + CASE WHEN $3 = 'failed' THEN p.amount ELSE 0 END
+	FROM p WHERE balances.workspace_id = p.workspace_id
+), l AS (
+	INSERT INTO ledger_entries (` + ledgerCols + `)
+	SELECT workspace_id, 'payout_refund', amount, $2::text, $7::text, $10::timestamptz FROM p WHERE $3::text = 'failed'
+), e AS (
+	` + pgEventInsert("p", 7) + `
+)
+SELECT count(*) FROM p`
+
+// pgMarkOrderPaidSQL: $1 workspace, $2 order_id, $3 paid at, $4 updated at,
+// $5-$13 the event; it returns how many orders it marked paid.
+var pgMarkOrderPaidSQL = `WITH o AS (
+	UPDATE orders SET status = 'paid', paid_at = $3, updated_at = $4
+	WHERE workspace_id = $1 AND order_id = $2 AND status = 'pending'
+	RETURNING workspace_id, amount
+), b AS (
+	UPDATE balances SET available = balances.available + o.amount
+	FROM o WHERE balances.workspace_id = o.workspace_id
+), l AS (
+	INSERT INTO ledger_entries (` + ledgerCols + `)
+	SELECT workspace_id, 'order_credit', amount, $2::text, $5::text, $8::timestamptz FROM o
+), e AS (
+	` + pgEventInsert("o", 5) + `
+)
+SELECT count(*) FROM o`
+
+// pgRecordAttemptSQL: $1 event id, $2 owner, $3-$6 the next delivery state,
+// $7-$12 the attempt; it inserts the attempt only if owner held the lease.
+const pgRecordAttemptSQL = `WITH u AS (
+	UPDATE events SET state = $3, attempts = $4, next_attempt_at = $5, last_error = $6, lease_owner = NULL, lease_until = NULL
+	WHERE id = $1 AND lease_owner = $2 AND state = 'pending'
+	RETURNING id
+)
+INSERT INTO delivery_attempts (` + attemptCols + `)
+SELECT id, $7::integer, $8::timestamptz, $9::integer, $10::bigint, $11::text, $12::text FROM u`

@@ -1,0 +1,176 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/uptrace/bun"
+
+	"github.com/payoutkit/payoutkit"
+)
+
+// Statements are written once for both dialects with $1, $2... placeholders
+// (SQLite reads $N as the Nth argument) and run through database/sql with
+// bound arguments, beneath bun's query builder: bun interpolates arguments
+// into the SQL text, which would make every statement a new one to parse and
+// plan, and so rule out prepared statements (pgx's statement cache today,
+// SQLite's on the writer connection tomorrow).
+
+// querier is what *sql.DB, *sql.Conn and *sql.Tx have in common.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// inTx runs fn in a write transaction: on SQLite one that holds the write
+// lock from its BEGIN (IMMEDIATE), on PostgreSQL READ COMMITTED. fn's error
+// rolls the transaction back and is returned as is.
+func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.w.RunInTx(ctx, nil, func(_ context.Context, tx bun.Tx) error { return fn(tx.Tx) })
+}
+
+// reader runs reads: SQLite's read pool, or PostgreSQL's pool.
+func (s *Store) reader() querier { return s.r.DB }
+
+// writer runs single-statement writes outside a transaction.
+func (s *Store) writer() querier { return s.w.DB }
+
+// ts is a time as the dialect stores it: NULL for the zero time, otherwise
+// UTC at microsecond precision, as TIMESTAMPTZ on PostgreSQL and as INTEGER
+// microseconds since the Unix epoch on SQLite.
+func (s *Store) ts(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC().Truncate(time.Microsecond)
+	if s.pg() {
+		return t
+	}
+	return t.UnixMicro()
+}
+
+// timeCol scans what ts stored back into a UTC time.Time.
+type timeCol struct{ t *time.Time }
+
+func (c timeCol) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*c.t = time.Time{}
+	case int64:
+		*c.t = time.UnixMicro(v).UTC()
+	case time.Time:
+		*c.t = v.UTC()
+	default:
+		return fmt.Errorf("sqlstore: cannot read a time from %T", src)
+	}
+	return nil
+}
+
+// hashCol scans a 32-byte BLOB/BYTEA.
+type hashCol struct{ h *[32]byte }
+
+func (c hashCol) Scan(src any) error {
+	b, ok := src.([]byte)
+	if !ok || len(b) != len(c.h) {
+		return fmt.Errorf("sqlstore: stored API key hash is not %d bytes", len(c.h))
+	}
+	copy(c.h[:], b)
+	return nil
+}
+
+// cleanText makes a string from outside (a webhook receiver's answer, an
+// error naming it) storable as TEXT on both dialects: PostgreSQL refuses
+// invalid UTF-8 and NUL characters, which would otherwise fail the delivery
+// log instead of recording it.
+func cleanText(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+const payoutCols = `workspace_id, payout_id, status, amount, asset, network, address, payer_id, txid, failure_reason, created_at, updated_at`
+
+func scanPayout(sc scanner, extra ...any) (payoutkit.Payout, error) {
+	var p payoutkit.Payout
+	err := sc.Scan(append([]any{&p.WorkspaceID, &p.PayoutID, &p.Status, &p.Amount, &p.Asset, &p.Network, &p.Address,
+		&p.PayerID, &p.TxID, &p.FailureReason, timeCol{&p.CreatedAt}, timeCol{&p.UpdatedAt}}, extra...)...)
+	return p, err
+}
+
+func (s *Store) payoutArgs(p payoutkit.Payout) []any {
+	return []any{p.WorkspaceID, p.PayoutID, string(p.Status), int64(p.Amount), p.Asset, p.Network, p.Address,
+		p.PayerID, p.TxID, p.FailureReason, s.ts(p.CreatedAt), s.ts(p.UpdatedAt)}
+}
+
+const orderCols = `workspace_id, order_id, status, amount, payer_id, description, created_at, updated_at, paid_at`
+
+func scanOrder(sc scanner, extra ...any) (payoutkit.Order, error) {
+	var o payoutkit.Order
+	err := sc.Scan(append([]any{&o.WorkspaceID, &o.OrderID, &o.Status, &o.Amount, &o.PayerID, &o.Description,
+		timeCol{&o.CreatedAt}, timeCol{&o.UpdatedAt}, timeCol{&o.PaidAt}}, extra...)...)
+	return o, err
+}
+
+const ledgerCols = `workspace_id, kind, amount, ref, event_id, created_at`
+
+func scanLedger(sc scanner, extra ...any) (payoutkit.LedgerEntry, error) {
+	var l payoutkit.LedgerEntry
+	err := sc.Scan(append([]any{&l.WorkspaceID, &l.Kind, &l.Amount, &l.Ref, &l.EventID, timeCol{&l.CreatedAt}}, extra...)...)
+	return l, err
+}
+
+const eventCols = `id, workspace_id, type, subject, created_at, body, state, attempts, next_attempt_at, last_error`
+
+func scanEvent(sc scanner, extra ...any) (payoutkit.Event, error) {
+	var e payoutkit.Event
+	err := sc.Scan(append([]any{&e.ID, &e.WorkspaceID, &e.Type, &e.Subject, timeCol{&e.CreatedAt}, &e.Body,
+		&e.State, &e.Attempts, timeCol{&e.NextAttemptAt}, &e.LastError}, extra...)...)
+	if e.Body == nil && err == nil {
+		e.Body = []byte{}
+	}
+	return e, err
+}
+
+// eventArgs are an event's columns after workspace_id, in eventCols order.
+func (s *Store) eventArgs(ev payoutkit.Event) []any {
+	return []any{ev.ID, string(ev.Type), ev.Subject, s.ts(ev.CreatedAt), ev.Body, string(ev.State),
+		ev.Attempts, s.ts(ev.NextAttemptAt), cleanText(ev.LastError)}
+}
+
+const keyCols = `prefix, workspace_id, hash, created_at, revoked_at, last_used_at`
+
+func scanKey(sc scanner) (payoutkit.APIKey, error) {
+	var k payoutkit.APIKey
+	err := sc.Scan(&k.Prefix, &k.WorkspaceID, hashCol{&k.Hash}, timeCol{&k.CreatedAt}, timeCol{&k.RevokedAt}, timeCol{&k.LastUsedAt})
+	return k, err
+}
+
+const attemptCols = `event_id, attempt, attempted_at, status_code, latency_ns, error_message, response_head`
+
+func scanAttempt(sc scanner) (payoutkit.DeliveryAttempt, error) {
+	var a payoutkit.DeliveryAttempt
+	err := sc.Scan(&a.EventID, &a.Attempt, timeCol{&a.At}, &a.StatusCode, &a.Latency, &a.Error, &a.ResponseHead)
+	return a, err
+}
+
+// collect scans every row, closing rows.
+func collect[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,306 @@
+// Package sqlstore is the durable payoutkit.Store: SQLite for one machine,
+// PostgreSQL when one machine is not enough, from one code base over
+// github.com/uptrace/bun.
+//
+// Open takes a DSN: a file path or a "file:" URL opens (and creates) a SQLite
+// database, a "postgres://" or "postgresql://" URL a PostgreSQL one. Either
+// way Open migrates the schema before it returns, so a Store is always ready
+// to use.
+//
+// Every method that moves money is one transaction holding the balance
+// change, its ledger entry and its event. The database itself enforces the
+// money rules: a conditional UPDATE refuses an overdraft, UNIQUE constraints
+// refuse a second payout or order with the same id and a second ledger entry
+// for the same cause, CHECK constraints refuse negative balances.
+//
+// On SQLite, writes go through one connection (so that write transactions,
+// begun IMMEDIATE, never fail on a stale snapshot) beside a pool of read
+// connections, with the WAL journal and synchronous=FULL, so that an
+// acknowledged write survives a crash. On PostgreSQL, the money movements are
+// single statements (data-modifying CTEs), and dispatchers on several
+// instances claim outbox events with SELECT ... FOR UPDATE SKIP LOCKED.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/payoutkit/payoutkit"
+)
+
+// The dialect names Dialect returns.
+const (
+	DialectSQLite   = "sqlite"
+	DialectPostgres = "postgres"
+)
+
+// Store is a payoutkit.Store in a SQL database. It is safe for concurrent
+// use, and several Stores (in one process or many) may share one database.
+type Store struct {
+	dialect string
+	// w runs writes: on SQLite one connection, on PostgreSQL the pool.
+	w *bun.DB
+	// r runs reads: on SQLite a pool of read-only connections, on
+	// PostgreSQL the same pool as w.
+	r   *bun.DB
+	log *slog.Logger
+	// name identifies the database in errors and logs, without secrets.
+	name string
+	q    *queries
+}
+
+var _ payoutkit.Store = (*Store)(nil)
+
+// Option configures Open.
+type Option func(*config)
+
+type config struct {
+	logger      *slog.Logger
+	maxConns    int
+	busyTimeout time.Duration
+}
+
+// WithLogger sets where the store logs (migrations, mostly). Defaults to
+// slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l != nil {
+			c.logger = l
+		}
+	}
+}
+
+// WithMaxConns bounds the connections the store opens: the PostgreSQL pool,
+// or SQLite's read pool (SQLite always writes through one connection).
+// Defaults to 4 × GOMAXPROCS, at least 8.
+func WithMaxConns(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxConns = n
+		}
+	}
+}
+
+// WithBusyTimeout sets how long a SQLite write waits for another process
+// that holds the database's write lock (a "keys" command beside a running
+// server, say) before it fails. Defaults to 5 seconds. PostgreSQL ignores it.
+func WithBusyTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.busyTimeout = d
+		}
+	}
+}
+
+// Open opens (creating if needed) and migrates the database named by dsn: a
+// file path or "file:" URL means SQLite, "postgres://" or "postgresql://" means PostgreSQL.
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	cfg := config{
+		logger:      slog.Default(),
+		maxConns:    max(8, 4*runtime.GOMAXPROCS(0)),
+		busyTimeout: 5 * time.Second,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	var (
+		s   *Store
+		err error
+	)
+	switch lower := strings.ToLower(dsn); {
+	case strings.HasPrefix(lower, "postgres://"), strings.HasPrefix(lower, "postgresql://"):
+		s, err = openPostgres(ctx, dsn, cfg)
+	case strings.TrimSpace(dsn) == "":
+		return nil, errors.New("sqlstore: empty DSN: give a SQLite file path or a postgres:// URL")
+	default:
+		s, err = openSQLite(ctx, dsn, cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.migrate(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the store's connections.
+func (s *Store) Close() error {
+	err := s.w.Close()
+	if s.r != s.w {
+		err = errors.Join(err, s.r.Close())
+	}
+	return err
+}
+
+// Dialect returns "sqlite" or "postgres".
+func (s *Store) Dialect() string { return s.dialect }
+
+func (s *Store) pg() bool { return s.dialect == DialectPostgres }
+
+func openPostgres(ctx context.Context, dsn string, cfg config) (*Store, error) {
+	connCfg, err := pgx.ParseConfig(dsn) // its errors redact the password
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: invalid PostgreSQL DSN: %w", err)
+	}
+	name := fmt.Sprintf("postgres://%s:%d/%s", connCfg.Host, connCfg.Port, connCfg.Database)
+	sqldb := stdlib.OpenDB(*connCfg)
+	sqldb.SetMaxOpenConns(cfg.maxConns)
+	sqldb.SetMaxIdleConns(cfg.maxConns)
+	sqldb.SetConnMaxIdleTime(5 * time.Minute)
+	if err := sqldb.PingContext(ctx); err != nil {
+		_ = sqldb.Close()
+		return nil, fmt.Errorf("sqlstore: cannot connect to PostgreSQL database %s: %w", name, err)
+	}
+	db := bun.NewDB(sqldb, pgdialect.New())
+	return newStore(DialectPostgres, db, db, cfg, name), nil
+}
+
+func openSQLite(ctx context.Context, dsn string, cfg config) (*Store, error) {
+	path, params, err := parseSQLiteDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	busy := fmt.Sprintf("busy_timeout(%d)", cfg.busyTimeout.Milliseconds())
+
+	// The writer: one connection, so that transactions queue in the process
+	// instead of meeting SQLITE_BUSY, and each begins IMMEDIATE, taking the
+	// write lock up front, so that none fails on a stale read snapshot.
+	wp := cloneValues(params)
+	wp.Set("_txlock", "immediate")
+	wp["_pragma"] = append(wp["_pragma"], busy, "foreign_keys(1)", "journal_mode(WAL)", "synchronous(FULL)")
+	wdb, err := sql.Open("sqlite", sqliteURI(path, wp))
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: opening SQLite database %s: %w", path, err)
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	wdb.SetConnMaxLifetime(0)
+	wdb.SetConnMaxIdleTime(0)
+	fail := func(err error) (*Store, error) {
+		_ = wdb.Close()
+		return nil, err
+	}
+	var mode string
+	if err := wdb.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fail(openError(path, err))
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fail(fmt.Errorf("sqlstore: SQLite database %s cannot use the WAL journal (journal_mode is %q); in-memory databases are not supported", path, mode))
+	}
+
+	// The readers: a pool that may not write.
+	rp := cloneValues(params)
+	rp["_pragma"] = append(rp["_pragma"], busy, "foreign_keys(1)", "query_only(1)")
+	rdb, err := sql.Open("sqlite", sqliteURI(path, rp))
+	if err != nil {
+		return fail(fmt.Errorf("sqlstore: opening SQLite database %s: %w", path, err))
+	}
+	rdb.SetMaxOpenConns(cfg.maxConns)
+	rdb.SetMaxIdleConns(cfg.maxConns)
+	rdb.SetConnMaxIdleTime(5 * time.Minute)
+
+	return newStore(DialectSQLite, bun.NewDB(wdb, sqlitedialect.New()), bun.NewDB(rdb, sqlitedialect.New()), cfg, path), nil
+}
+
+func newStore(dialect string, w, r *bun.DB, cfg config, name string) *Store {
+	return &Store{dialect: dialect, w: w, r: r, log: cfg.logger, name: name, q: queriesFor(dialect)}
+}
+
+// ownedSQLiteParams are the DSN parameters the store sets itself on SQLite:
+// a caller's values for them are dropped, because the store's guarantees
+// depend on them.
+var ownedSQLiteParams = []string{
+	"_txlock", "_busy_timeout", "_timeout", "_foreign_keys", "_fk", "_journal_mode", "_journal",
+	"_synchronous", "_sync", "_query_only", "_time_format", "_time_integer_format", "_inttotime", "_texttotime", "_timezone",
+}
+
+var ownedPragmas = []string{"busy_timeout", "foreign_keys", "journal_mode", "synchronous", "query_only"}
+
+// parseSQLiteDSN splits a SQLite DSN into the file path and the parameters
+// to keep. A plain path is taken literally ('?' included); a "file:" URL
+// may carry SQLite's URI parameters (mode=ro, vfs, ...) and further
+// _pragma values.
+func parseSQLiteDSN(dsn string) (string, url.Values, error) {
+	if !strings.HasPrefix(dsn, "file:") {
+		return dsn, url.Values{}, nil
+	}
+	rest := strings.TrimPrefix(dsn, "file:")
+	pathPart, rawQuery, _ := strings.Cut(rest, "?")
+	if strings.HasPrefix(pathPart, "//") { // file:///abs/path or file://localhost/abs/path
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", nil, fmt.Errorf("sqlstore: invalid SQLite URL: %w", err)
+		}
+		if u.Host != "" && u.Host != "localhost" {
+			return "", nil, fmt.Errorf("sqlstore: invalid SQLite URL: host %q is not allowed", u.Host)
+		}
+		pathPart = u.Path
+	} else if p, err := url.PathUnescape(pathPart); err == nil {
+		pathPart = p
+	} else {
+		return "", nil, fmt.Errorf("sqlstore: invalid SQLite URL: %w", err)
+	}
+	if pathPart == "" || pathPart == ":memory:" {
+		return "", nil, errors.New("sqlstore: in-memory SQLite databases are not supported; use storage/memstore")
+	}
+	params, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return "", nil, fmt.Errorf("sqlstore: invalid SQLite URL parameters: %w", err)
+	}
+	if params.Get("mode") == "memory" {
+		return "", nil, errors.New("sqlstore: in-memory SQLite databases are not supported; use storage/memstore")
+	}
+	for _, k := range ownedSQLiteParams {
+		params.Del(k)
+	}
+	var pragmas []string
+	for _, p := range params["_pragma"] {
+		name := strings.ToLower(strings.TrimSpace(p))
+		if i := strings.IndexAny(name, "(= "); i >= 0 {
+			name = name[:i]
+		}
+		owned := false
+		for _, o := range ownedPragmas {
+			owned = owned || name == o
+		}
+		if !owned {
+			pragmas = append(pragmas, p)
+		}
+	}
+	params.Del("_pragma")
+	if len(pragmas) > 0 {
+		params["_pragma"] = pragmas
+	}
+	return pathPart, params, nil
+}
+
+// sqliteURI renders a "file:" URI for the driver. SQLite reads the path
+// with %-escapes, so the characters that would end or escape it are escaped.
+func sqliteURI(path string, params url.Values) string {
+	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	return "file:" + esc + "?" + params.Encode()
+}
+
+func cloneValues(v url.Values) url.Values {
+	out := make(url.Values, len(v)+2)
+	for k, vs := range v {
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
+}

@@ -1,0 +1,153 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/payoutkit/payoutkit"
+)
+
+// CreateWorkspace implements payoutkit.WorkspaceStore.
+func (s *Store) CreateWorkspace(ctx context.Context, ws payoutkit.Workspace, staff payoutkit.StaffUser, key payoutkit.APIKey) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO workspaces (id, name, webhook_url, webhook_secret, created_at) VALUES ($1, $2, $3, $4, $5)`,
+			ws.ID, ws.Name, ws.WebhookURL, ws.WebhookSecret, s.ts(ws.CreatedAt)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO balances (workspace_id) VALUES ($1)`, ws.ID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO staff_users (email, workspace_id, password_hash, created_at) VALUES ($1, $2, $3, $4)`,
+			staff.Email, ws.ID, staff.PasswordHash, s.ts(staff.CreatedAt)); err != nil {
+			return err
+		}
+		return s.insertKey(ctx, tx, key)
+	})
+	return translate(ctx, "create workspace", err)
+}
+
+// Workspace implements payoutkit.WorkspaceStore.
+func (s *Store) Workspace(ctx context.Context, id string) (payoutkit.Workspace, error) {
+	var ws payoutkit.Workspace
+	err := s.reader().QueryRowContext(ctx, `SELECT id, name, webhook_url, webhook_secret, created_at FROM workspaces WHERE id = $1`, id).
+		Scan(&ws.ID, &ws.Name, &ws.WebhookURL, &ws.WebhookSecret, timeCol{&ws.CreatedAt})
+	if err != nil {
+		return payoutkit.Workspace{}, translate(ctx, "workspace", err)
+	}
+	return ws, nil
+}
+
+// SetWebhook implements payoutkit.WorkspaceStore.
+func (s *Store) SetWebhook(ctx context.Context, workspaceID, url, secret string) error {
+	res, err := s.writer().ExecContext(ctx, `UPDATE workspaces SET webhook_url = $2, webhook_secret = $3 WHERE id = $1`, workspaceID, url, secret)
+	if err != nil {
+		return translate(ctx, "set webhook", err)
+	}
+	return mustAffect(res, payoutkit.ErrNotFound)
+}
+
+// StaffUser implements payoutkit.WorkspaceStore.
+func (s *Store) StaffUser(ctx context.Context, email string) (payoutkit.StaffUser, error) {
+	var u payoutkit.StaffUser
+	err := s.reader().QueryRowContext(ctx, `SELECT workspace_id, email, password_hash, created_at FROM staff_users WHERE email = $1`, email).
+		Scan(&u.WorkspaceID, &u.Email, &u.PasswordHash, timeCol{&u.CreatedAt})
+	if err != nil {
+		return payoutkit.StaffUser{}, translate(ctx, "staff user", err)
+	}
+	return u, nil
+}
+
+// workspaceExists tells a listing of an unknown workspace (ErrNotFound)
+// from an empty one.
+func (s *Store) workspaceExists(ctx context.Context, q querier, id string) error {
+	var one int
+	return q.QueryRowContext(ctx, `SELECT 1 FROM workspaces WHERE id = $1`, id).Scan(&one)
+}
+
+// InsertAPIKey implements payoutkit.KeyStore.
+func (s *Store) InsertAPIKey(ctx context.Context, key payoutkit.APIKey) error {
+	return translate(ctx, "insert API key", s.insertKey(ctx, s.writer(), key))
+}
+
+func (s *Store) insertKey(ctx context.Context, q querier, key payoutkit.APIKey) error {
+	_, err := q.ExecContext(ctx, `INSERT INTO api_keys (`+keyCols+`) VALUES ($1, $2, $3, $4, $5, $6)`,
+		key.Prefix, key.WorkspaceID, key.Hash[:], s.ts(key.CreatedAt), s.ts(key.RevokedAt), s.ts(key.LastUsedAt))
+	return err
+}
+
+// APIKey implements payoutkit.KeyStore.
+func (s *Store) APIKey(ctx context.Context, prefix string) (payoutkit.APIKey, error) {
+	k, err := scanKey(s.reader().QueryRowContext(ctx, `SELECT `+keyCols+` FROM api_keys WHERE prefix = $1`, prefix))
+	if err != nil {
+		return payoutkit.APIKey{}, translate(ctx, "API key", err)
+	}
+	return k, nil
+}
+
+// APIKeys implements payoutkit.KeyStore.
+func (s *Store) APIKeys(ctx context.Context, workspaceID string) ([]payoutkit.APIKey, error) {
+	rows, err := s.reader().QueryContext(ctx,
+		`SELECT `+keyCols+` FROM api_keys WHERE workspace_id = $1 ORDER BY created_at DESC, prefix DESC`, workspaceID)
+	if err != nil {
+		return nil, translate(ctx, "API keys", err)
+	}
+	keys, err := collect(rows, scanKey)
+	return keys, translate(ctx, "API keys", err)
+}
+
+// RevokeAPIKeys implements payoutkit.KeyStore.
+func (s *Store) RevokeAPIKeys(ctx context.Context, workspaceID, prefix string, at time.Time) (int, error) {
+	n, err := s.revokeKeys(ctx, s.writer(), workspaceID, prefix, at)
+	return n, translate(ctx, "revoke API keys", err)
+}
+
+func (s *Store) revokeKeys(ctx context.Context, q querier, workspaceID, prefix string, at time.Time) (int, error) {
+	query, args := `UPDATE api_keys SET revoked_at = $2 WHERE workspace_id = $1 AND revoked_at IS NULL`, []any{workspaceID, s.ts(at)}
+	if prefix != "" {
+		query, args = query+` AND prefix = $3`, append(args, prefix)
+	}
+	res, err := q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// ResetAPIKeys implements payoutkit.KeyStore.
+func (s *Store) ResetAPIKeys(ctx context.Context, key payoutkit.APIKey) (int, error) {
+	var revoked int
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		n, err := s.revokeKeys(ctx, tx, key.WorkspaceID, "", key.CreatedAt)
+		if err != nil {
+			return err
+		}
+		revoked = n
+		return s.insertKey(ctx, tx, key)
+	})
+	if err != nil {
+		return 0, translate(ctx, "reset API keys", err)
+	}
+	return revoked, nil
+}
+
+// TouchAPIKey implements payoutkit.KeyStore.
+func (s *Store) TouchAPIKey(ctx context.Context, prefix string, at time.Time) error {
+	_, err := s.writer().ExecContext(ctx,
+		`UPDATE api_keys SET last_used_at = $2 WHERE prefix = $1 AND (last_used_at IS NULL OR last_used_at < $2)`, prefix, s.ts(at))
+	return translate(ctx, "touch API key", err)
+}
+
+// mustAffect returns errNone unless res changed a row.
+func mustAffect(res sql.Result, errNone error) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("sqlstore: %w", err)
+	}
+	if n == 0 {
+		return errNone
+	}
+	return nil
+}
