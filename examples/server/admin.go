@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"time"
+
+	"github.com/payoutkit/payoutkit"
+)
+
+// workspaceJSON is what workspace create (and the first serve) prints.
+type workspaceJSON struct {
+	WorkspaceID   string `json:"workspace_id"`
+	APIKey        string `json:"api_key"`
+	WebhookSecret string `json:"webhook_secret"`
+	StaffEmail    string `json:"staff_email"`
+	StaffPassword string `json:"staff_password"`
+}
+
+func newWorkspaceJSON(nw payoutkit.NewWorkspace) workspaceJSON {
+	return workspaceJSON{
+		WorkspaceID: nw.Workspace.ID, APIKey: nw.APIKey.Key, WebhookSecret: nw.Workspace.WebhookSecret,
+		StaffEmail: nw.StaffEmail, StaffPassword: nw.StaffPassword,
+	}
+}
+
+func printJSON(w io.Writer, v any) error {
+	return json.NewEncoder(w).Encode(v)
+}
+
+// adminEngine opens the database and an engine over it for one command.
+func adminEngine(ctx context.Context, dsn string, stderr io.Writer) (*payoutkit.Engine, func(), error) {
+	log := newLogger(stderr)
+	store, err := openStore(ctx, dsn, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	engine, err := payoutkit.New(store, &payoutkit.Config{Logger: log})
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	return engine, func() { store.Close() }, nil
+}
+
+func workspaceCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("workspace create", stderr)
+	dsn := fs.String("db", "./payoutkit.db", "database: a SQLite file `path` or a postgres:// URL")
+	name := fs.String("name", "", "the workspace's `name` (required)")
+	webhookURL := fs.String("webhook-url", "", "where the workspace's events are sent (http or https `URL`)")
+	staffEmail := fs.String("staff-email", "", "the first staff user's `e-mail` (default: admin+<workspace id>@payoutkit.local)")
+	if err := parseFlags(fs, args, []string{"db"}); err != nil {
+		return err
+	}
+	if *name == "" {
+		return usagef("workspace create: -name is required")
+	}
+	engine, done, err := adminEngine(ctx, *dsn, stderr)
+	if err != nil {
+		return err
+	}
+	defer done()
+	nw, err := engine.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{
+		Name: *name, WebhookURL: *webhookURL, StaffEmail: *staffEmail,
+	})
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, newWorkspaceJSON(nw))
+}
+
+// keyJSON is one row of keys list.
+type keyJSON struct {
+	Prefix     string  `json:"prefix"`
+	CreatedAt  string  `json:"created_at"`
+	RevokedAt  *string `json:"revoked_at"`
+	LastUsedAt *string `json:"last_used_at"`
+}
+
+func timeOrNull(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := t.UTC().Format(time.RFC3339)
+	return &s
+}
+
+func keys(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("keys "+sub, stderr)
+	dsn := fs.String("db", "./payoutkit.db", "database: a SQLite file `path` or a postgres:// URL")
+	ws := fs.String("workspace", "", "the workspace `id` (required)")
+	var prefix *string
+	if sub == "revoke" {
+		prefix = fs.String("prefix", "", "the key `prefix` to revoke (required)")
+	}
+	if err := parseFlags(fs, args, []string{"db"}); err != nil {
+		return err
+	}
+	if *ws == "" {
+		return usagef("keys %s: -workspace is required", sub)
+	}
+	if prefix != nil && *prefix == "" {
+		return usagef("keys revoke: -prefix is required")
+	}
+	engine, done, err := adminEngine(ctx, *dsn, stderr)
+	if err != nil {
+		return err
+	}
+	defer done()
+	switch sub {
+	case "create":
+		k, err := engine.CreateAPIKey(ctx, *ws)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, k)
+	case "reset":
+		k, err := engine.ResetAPIKeys(ctx, *ws)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, k)
+	case "list":
+		list, err := engine.APIKeys(ctx, *ws)
+		if err != nil {
+			return err
+		}
+		out := make([]keyJSON, 0, len(list))
+		for _, k := range list {
+			out = append(out, keyJSON{
+				Prefix: k.Prefix, CreatedAt: k.CreatedAt.UTC().Format(time.RFC3339),
+				RevokedAt: timeOrNull(k.RevokedAt), LastUsedAt: timeOrNull(k.LastUsedAt),
+			})
+		}
+		return printJSON(stdout, out)
+	default: // revoke
+		n, err := engine.RevokeAPIKey(ctx, *ws, *prefix)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, map[string]int{"revoked": n})
+	}
+}
+
+func webhook(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("webhook "+sub, stderr)
+	dsn := fs.String("db", "./payoutkit.db", "database: a SQLite file `path` or a postgres:// URL")
+	ws := fs.String("workspace", "", "the workspace `id` (required)")
+	var u *string
+	if sub == "set" {
+		u = fs.String("url", "", "where the workspace's events are sent: an http or https `URL`, or empty to stop sending")
+	}
+	if err := parseFlags(fs, args, []string{"db"}); err != nil {
+		return err
+	}
+	if *ws == "" {
+		return usagef("webhook %s: -workspace is required", sub)
+	}
+	engine, done, err := adminEngine(ctx, *dsn, stderr)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if sub == "set" {
+		w, err := engine.SetWebhookURL(ctx, *ws, *u)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, map[string]string{"workspace_id": w.ID, "webhook_url": w.WebhookURL})
+	}
+	w, err := engine.RotateWebhookSecret(ctx, *ws)
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, map[string]string{"workspace_id": w.ID, "webhook_secret": w.WebhookSecret})
+}

@@ -1,0 +1,105 @@
+// Command server is the standalone payoutkit server: the /v1 API over SQLite
+// or PostgreSQL, with webhook delivery, plus the admin commands that manage
+// workspaces, API keys and webhook destinations.
+//
+//	server [serve] [-addr :8080] [-db ./payoutkit.db] [-sandbox=true]
+//	       [-sandbox-settle-after 0] [-rate-limit 0]
+//	server workspace create -db <db> -name <name> [-webhook-url <url>] [-staff-email <email>]
+//	server keys create|reset|list -db <db> -workspace <id>
+//	server keys revoke -db <db> -workspace <id> -prefix <prefix>
+//	server webhook set -db <db> -workspace <id> -url <url>
+//	server webhook rotate-secret -db <db> -workspace <id>
+//
+// Every serve flag is also read from the environment as PAYOUTKIT_<NAME>
+// (upper case, dashes as underscores: PAYOUTKIT_SANDBOX_SETTLE_AFTER); a
+// flag on the command line wins. The admin commands read PAYOUTKIT_DB too.
+//
+// -db is a SQLite file path (or "file:" URL) or a "postgres://" URL.
+//
+// Commands print their JSON alone on stdout; logs and errors go to stderr,
+// and a failure exits non-zero. On an empty database, serve first creates a
+// workspace with a staff login and an API key and prints them once, as
+// workspace create does. SIGTERM or SIGINT drains in-flight requests and
+// exits 0.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	case errors.As(err, new(usageError)):
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+// usageError is a mistake in the command line.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+const usage = `usage:
+  server [serve] [-addr :8080] [-db ./payoutkit.db] [-sandbox=true] [-sandbox-settle-after 0] [-rate-limit 0]
+  server workspace create -db <db> -name <name> [-webhook-url <url>] [-staff-email <email>]
+  server keys create|reset|list -db <db> -workspace <id>
+  server keys revoke -db <db> -workspace <id> -prefix <prefix>
+  server webhook set -db <db> -workspace <id> -url <url>
+  server webhook rotate-secret -db <db> -workspace <id>
+`
+
+// run runs one command. It is main without the process: tests call it.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || len(args[0]) > 0 && args[0][0] == '-' && args[0] != "-h" && args[0] != "-help" && args[0] != "--help" {
+		return serve(ctx, args, stdout, stderr)
+	}
+	cmd, rest := args[0], args[1:]
+	sub := ""
+	if len(rest) > 0 {
+		sub = rest[0]
+	}
+	switch {
+	case cmd == "serve":
+		return serve(ctx, rest, stdout, stderr)
+	case cmd == "workspace" && sub == "create":
+		return workspaceCreate(ctx, rest[1:], stdout, stderr)
+	case cmd == "keys" && (sub == "create" || sub == "reset" || sub == "list" || sub == "revoke"):
+		return keys(ctx, sub, rest[1:], stdout, stderr)
+	case cmd == "webhook" && (sub == "set" || sub == "rotate-secret"):
+		return webhook(ctx, sub, rest[1:], stdout, stderr)
+	case cmd == "help" || cmd == "-h" || cmd == "-help" || cmd == "--help":
+		fmt.Fprint(stderr, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return usagef("unknown command %q", joinArgs(args, 2))
+	}
+}
+
+func joinArgs(args []string, n int) string {
+	out := ""
+	for i, a := range args[:min(n, len(args))] {
+		if i > 0 {
+			out += " "
+		}
+		out += a
+	}
+	return out
+}

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/delivery"
+	"github.com/payoutkit/payoutkit/httpserver"
+	"github.com/payoutkit/payoutkit/storage/sqlstore"
+)
+
+// shutdownTimeout bounds how long serve waits for in-flight requests after
+// SIGTERM.
+const shutdownTimeout = 30 * time.Second
+
+// listening, when set (by tests), is told the address serve listens on.
+var listening func(net.Addr)
+
+// workspaceCounter is what serve needs to know whether the database is
+// empty. The payoutkit.Store interface has no listing of workspaces.
+type workspaceCounter interface {
+	WorkspaceCount(ctx context.Context) (int, error)
+}
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("serve", stderr)
+	addr := fs.String("addr", ":8080", "`address` to listen on")
+	dsn := fs.String("db", "./payoutkit.db", "database: a SQLite file `path` or a postgres:// URL")
+	sandbox := fs.Bool("sandbox", true, "serve the /v1/sandbox endpoints, move no real money, and deliver webhooks to private addresses")
+	settleAfter := fs.Duration("sandbox-settle-after", 0, "complete sandbox payouts by themselves after this `duration` (0: only by hand)")
+	rateLimit := fs.Float64("rate-limit", 0, "requests per second allowed per API key (0: no limit)")
+	if err := parseFlags(fs, args, nil); err != nil {
+		return err
+	}
+	switch {
+	case *settleAfter < 0:
+		return usagef("-sandbox-settle-after must not be negative")
+	case *settleAfter > 0 && !*sandbox:
+		return usagef("-sandbox-settle-after needs -sandbox")
+	case *rateLimit < 0:
+		return usagef("-rate-limit must not be negative")
+	}
+
+	log := newLogger(stderr)
+	store, err := openStore(ctx, *dsn, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	cfg := &payoutkit.Config{Logger: log}
+	if *sandbox {
+		// Payouts reach it through the dispatcher's hand-off loop below.
+		cfg.Processor = &payoutkit.SandboxProcessor{SettleAfter: *settleAfter}
+	}
+	engine, err := payoutkit.New(store, cfg)
+	if err != nil {
+		return err
+	}
+	if err := bootstrap(ctx, store, engine, stdout, log); err != nil {
+		return err
+	}
+
+	dispatcher, err := delivery.New(store, &delivery.Config{
+		HandOff:  engine,
+		Notifier: &delivery.HTTPNotifier{AllowPrivate: *sandbox},
+		Logger:   log,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler: httpserver.New(engine, httpserver.Options{
+			Logger: log, Sandbox: *sandbox, RateLimit: *rateLimit,
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+
+	dctx, stopDispatcher := context.WithCancel(context.WithoutCancel(ctx))
+	dispatched := make(chan struct{})
+	go func() {
+		defer close(dispatched)
+		if err := dispatcher.Run(dctx); err != nil {
+			log.Error("webhook dispatcher stopped", "err", err)
+		}
+	}()
+	defer func() { stopDispatcher(); <-dispatched }()
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("serving", "addr", ln.Addr().String(), "sandbox", *sandbox,
+		"sandbox_settle_after", settleAfter.String(), "rate_limit", *rateLimit, "db", describeDSN(*dsn))
+	if listening != nil {
+		listening(ln.Addr())
+	}
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining in-flight requests")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// bootstrap creates the first workspace of an empty database and prints it.
+func bootstrap(ctx context.Context, store payoutkit.Store, engine *payoutkit.Engine, stdout io.Writer, log *slog.Logger) error {
+	counter, ok := store.(workspaceCounter)
+	if !ok {
+		log.Warn("this store cannot tell whether it is empty; create a workspace with `workspace create`")
+		return nil
+	}
+	n, err := counter.WorkspaceCount(ctx)
+	if err != nil {
+		return fmt.Errorf("counting workspaces: %w", err)
+	}
+	if n > 0 {
+		return nil
+	}
+	nw, err := engine.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "default"})
+	if err != nil {
+		return fmt.Errorf("creating the first workspace: %w", err)
+	}
+	log.Info("empty database: created the first workspace; its API key and staff password are printed once, on stdout",
+		"workspace_id", nw.Workspace.ID, "key_prefix", nw.APIKey.Prefix, "staff_email", nw.StaffEmail)
+	return printJSON(stdout, newWorkspaceJSON(nw))
+}
+
+// openStore opens the database named by dsn (a SQLite path or a postgres URL).
+func openStore(ctx context.Context, dsn string, log *slog.Logger) (payoutkit.Store, error) {
+	if strings.TrimSpace(dsn) == "" {
+		return nil, usagef("-db is required")
+	}
+	s, err := sqlstore.Open(ctx, dsn, sqlstore.WithLogger(log))
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// describeDSN names the database for a log line without a password.
+func describeDSN(dsn string) string {
+	if i := strings.Index(dsn, "://"); i >= 0 {
+		rest := dsn[i+3:]
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			rest = rest[at+1:]
+		}
+		if q := strings.IndexByte(rest, '?'); q >= 0 {
+			rest = rest[:q]
+		}
+		return dsn[:i+3] + rest
+	}
+	return dsn
+}
+
+func newLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// newFlagSet returns a flag set that reports its errors to stderr.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parseFlags sets every flag (or only those in envFlags, when given) from
+// its PAYOUTKIT_<NAME> variable, then parses args over them.
+func parseFlags(fs *flag.FlagSet, args []string, envFlags []string) error {
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if err != nil || envFlags != nil && !contains(envFlags, f.Name) {
+			return
+		}
+		name := envName(f.Name)
+		if v, ok := os.LookupEnv(name); ok {
+			if serr := fs.Set(f.Name, v); serr != nil {
+				err = usagef("%s=%q: %v", name, v, serr)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
+// envName is the environment variable of a flag: PAYOUTKIT_ and the name in
+// upper case with dashes as underscores.
+func envName(flagName string) string {
+	return "PAYOUTKIT_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
