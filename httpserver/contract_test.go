@@ -312,6 +312,17 @@ func TestErrorTable40900(t *testing.T) {
 	b["network"], b["asset"], b["address"] = "ETH", "USDT", "0x52908400098527886E0F7030069857D2E4169EE7"
 	e.do("POST", "/v1/payouts", key, b).wantCode(t, 40900)
 
+	// Order of checks: fields before uniqueness, uniqueness before balance.
+	e.do("POST", "/v1/payouts", key, payoutBody("po-1", "0")).wantCode(t, 40000).wantField(t, "amount")
+	e.do("POST", "/v1/payouts", key, payoutBody("po-1", "5000.00")).wantCode(t, 40900)
+	e.do("POST", "/v1/payouts", key, payoutBody("po-drain", "90.00")).wantCode(t, 0)
+	r := e.do("POST", "/v1/payouts", key, payoutBody("po-1", "10")).wantCode(t, 0) // a replay needs no balance
+	if r.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatal("replay not marked")
+	}
+	e.do("POST", "/v1/payouts", key, payoutBody("po-new", "0.01")).wantCode(t, 40000).wantMessage(t, "Insufficient available balance")
+	e.fund(ws, "100.00")
+
 	e.do("POST", "/v1/orders", key, `{"order_id":"or-1","amount":"5"}`).wantCode(t, 0)
 	e.do("POST", "/v1/orders", key, `{"order_id":"or-1","amount":"6"}`).wantCode(t, 40900)
 	e.do("POST", "/v1/orders", key, `{"order_id":"or-1","amount":"5","payer_id":"x"}`).wantCode(t, 40900)
