@@ -113,12 +113,25 @@ func run[T any](ctx context.Context, d *Dispatcher, l leased[T]) {
 				wakeAt = j.again
 			}
 		}
-		select {
-		case <-ctx.Done():
-		case j := <-done:
+		finished := func(j job[T]) {
 			delete(running, j.key)
 			if !j.again.IsZero() {
 				waiting = append(waiting, j)
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case j := <-done:
+			finished(j)
+			// Take every other finished worker too, so that one claim
+			// fills all the free slots.
+			for drained := false; !drained; {
+				select {
+				case j := <-done:
+					finished(j)
+				default:
+					drained = true
+				}
 			}
 		case <-d.cfg.Clock.At(wakeAt):
 		case <-l.wake:
