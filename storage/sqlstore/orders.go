@@ -9,12 +9,20 @@ import (
 	"github.com/payoutkit/payoutkit"
 )
 
-const selectOrderSQL = `SELECT ` + orderCols + ` FROM orders WHERE workspace_id = $1 AND order_id = $2`
+const (
+	selectOrderSQL = `SELECT ` + orderCols + ` FROM orders WHERE workspace_id = $1 AND order_id = $2`
+	insertOrderSQL = `INSERT INTO orders (` + orderCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		ON CONFLICT (workspace_id, order_id) DO NOTHING`
+	// SQLite's MarkOrderPaid: the conditional status change, then the credit.
+	payOrderSQL = `UPDATE orders SET status = 'paid', paid_at = $3, updated_at = $4
+		WHERE workspace_id = $1 AND order_id = $2 AND status = 'pending' RETURNING amount`
+	creditSQL  = `UPDATE balances SET available = available + $2 WHERE workspace_id = $1`
+	balanceSQL = `SELECT available, in_progress FROM balances WHERE workspace_id = $1`
+)
 
 // CreateOrder implements payoutkit.OrderStore.
 func (s *Store) CreateOrder(ctx context.Context, o payoutkit.Order) (payoutkit.Order, bool, error) {
-	res, err := s.writer().ExecContext(ctx, `INSERT INTO orders (`+orderCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		ON CONFLICT (workspace_id, order_id) DO NOTHING`,
+	res, err := s.exec(ctx, insertOrderSQL,
 		o.WorkspaceID, o.OrderID, string(o.Status), int64(o.Amount), o.PayerID, o.Description,
 		s.ts(o.CreatedAt), s.ts(o.UpdatedAt), s.ts(o.PaidAt))
 	if err != nil {
@@ -45,23 +53,20 @@ func (s *Store) MarkOrderPaid(ctx context.Context, o payoutkit.Order, ev payoutk
 	} else {
 		err = s.inTx(ctx, func(tx *sql.Tx) error {
 			var amount int64
-			err := tx.QueryRowContext(ctx, `UPDATE orders SET status = 'paid', paid_at = $3, updated_at = $4
-				WHERE workspace_id = $1 AND order_id = $2 AND status = 'pending' RETURNING amount`,
-				o.WorkspaceID, o.OrderID, s.ts(o.PaidAt), s.ts(o.UpdatedAt)).Scan(&amount)
+			err := s.txQueryRow(ctx, tx, payOrderSQL, o.WorkspaceID, o.OrderID, s.ts(o.PaidAt), s.ts(o.UpdatedAt)).Scan(&amount)
 			if errors.Is(err, sql.ErrNoRows) {
 				return errNothingToCommit
 			} else if err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE balances SET available = available + $2 WHERE workspace_id = $1`,
-				o.WorkspaceID, amount); err != nil {
+			if _, err := s.txExec(ctx, tx, creditSQL, o.WorkspaceID, amount); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, insertLedgerSQL,
+			if _, err := s.txExec(ctx, tx, insertLedgerSQL,
 				o.WorkspaceID, string(payoutkit.LedgerOrderCredit), amount, o.OrderID, ev.ID, s.ts(ev.CreatedAt)); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, insertEventSQL, append([]any{o.WorkspaceID}, s.eventArgs(ev)...)...); err != nil {
+			if _, err := s.txExec(ctx, tx, insertEventSQL, append([]any{o.WorkspaceID}, s.eventArgs(ev)...)...); err != nil {
 				return err
 			}
 			paid = true
@@ -85,7 +90,7 @@ func (s *Store) MarkOrderPaid(ctx context.Context, o payoutkit.Order, ev payoutk
 
 // Order implements payoutkit.OrderStore.
 func (s *Store) Order(ctx context.Context, workspaceID, orderID string) (payoutkit.Order, error) {
-	o, err := scanOrder(s.reader().QueryRowContext(ctx, selectOrderSQL, workspaceID, orderID))
+	o, err := scanOrder(s.readRow(ctx, selectOrderSQL, workspaceID, orderID))
 	if err != nil {
 		return payoutkit.Order{}, translate(ctx, "order", err)
 	}
@@ -101,8 +106,7 @@ func (s *Store) Orders(ctx context.Context, workspaceID string, page payoutkit.P
 // Balance implements payoutkit.LedgerStore.
 func (s *Store) Balance(ctx context.Context, workspaceID string) (payoutkit.Balance, error) {
 	var b payoutkit.Balance
-	err := s.reader().QueryRowContext(ctx, `SELECT available, in_progress FROM balances WHERE workspace_id = $1`, workspaceID).
-		Scan(&b.Available, &b.InProgress)
+	err := s.readRow(ctx, balanceSQL, workspaceID).Scan(&b.Available, &b.InProgress)
 	if err != nil {
 		return payoutkit.Balance{}, translate(ctx, "balance", err)
 	}

@@ -24,6 +24,10 @@ const (
 	// insertEventSQL takes $1 workspace_id and $2-$10 eventArgs.
 	insertEventSQL  = `INSERT INTO events (` + eventCols + `) VALUES ($2, $1, $3, $4, $5, $6, $7, $8, $9, $10)`
 	selectPayoutSQL = `SELECT ` + payoutCols + ` FROM payouts WHERE workspace_id = $1 AND payout_id = $2`
+	// SQLite's SettlePayout: the conditional status change, then the balance.
+	settlePayoutSQL = `UPDATE payouts SET status = $3, txid = $4, failure_reason = $5, updated_at = $6
+		WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted' RETURNING amount`
+	settleBalanceSQL = `UPDATE balances SET in_progress = in_progress - $2, available = available + $3 WHERE workspace_id = $1`
 )
 
 // CreatePayout implements payoutkit.PayoutStore: insert the payout unless
@@ -71,25 +75,25 @@ func (s *Store) createPayout(ctx context.Context, tx *sql.Tx, p payoutkit.Payout
 		}
 		return ins == 1, deb == 1, nil
 	}
-	res, err := tx.ExecContext(ctx, insertPayoutSQL, s.payoutArgs(p)...)
+	res, err := s.txExec(ctx, tx, insertPayoutSQL, s.payoutArgs(p)...)
 	if err != nil {
 		return false, false, err
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return false, false, err
 	}
-	res, err = tx.ExecContext(ctx, debitSQL, p.WorkspaceID, int64(p.Amount))
+	res, err = s.txExec(ctx, tx, debitSQL, p.WorkspaceID, int64(p.Amount))
 	if err != nil {
 		return true, false, err
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return true, false, err
 	}
-	if _, err := tx.ExecContext(ctx, insertLedgerSQL,
+	if _, err := s.txExec(ctx, tx, insertLedgerSQL,
 		p.WorkspaceID, string(payoutkit.LedgerPayoutDebit), -int64(p.Amount), p.PayoutID, ev.ID, s.ts(ev.CreatedAt)); err != nil {
 		return true, true, err
 	}
-	_, err = tx.ExecContext(ctx, insertEventSQL, append([]any{p.WorkspaceID}, s.eventArgs(ev)...)...)
+	_, err = s.txExec(ctx, tx, insertEventSQL, append([]any{p.WorkspaceID}, s.eventArgs(ev)...)...)
 	return true, true, err
 }
 
@@ -109,9 +113,7 @@ func (s *Store) SettlePayout(ctx context.Context, p payoutkit.Payout, ev payoutk
 	} else {
 		err = s.inTx(ctx, func(tx *sql.Tx) error {
 			var amount int64
-			err := tx.QueryRowContext(ctx, `UPDATE payouts SET status = $3, txid = $4, failure_reason = $5, updated_at = $6
-				WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted' RETURNING amount`,
-				p.WorkspaceID, p.PayoutID, string(p.Status), p.TxID, p.FailureReason, s.ts(p.UpdatedAt)).Scan(&amount)
+			err := s.txQueryRow(ctx, tx, settlePayoutSQL, p.WorkspaceID, p.PayoutID, string(p.Status), p.TxID, p.FailureReason, s.ts(p.UpdatedAt)).Scan(&amount)
 			if errors.Is(err, sql.ErrNoRows) {
 				return errNothingToCommit
 			} else if err != nil {
@@ -121,17 +123,16 @@ func (s *Store) SettlePayout(ctx context.Context, p payoutkit.Payout, ev payoutk
 			if p.Status == payoutkit.PayoutFailed {
 				refund = amount
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE balances SET in_progress = in_progress - $2, available = available + $3 WHERE workspace_id = $1`,
-				p.WorkspaceID, amount, refund); err != nil {
+			if _, err := s.txExec(ctx, tx, settleBalanceSQL, p.WorkspaceID, amount, refund); err != nil {
 				return err
 			}
 			if refund != 0 {
-				if _, err := tx.ExecContext(ctx, insertLedgerSQL,
+				if _, err := s.txExec(ctx, tx, insertLedgerSQL,
 					p.WorkspaceID, string(payoutkit.LedgerPayoutRefund), refund, p.PayoutID, ev.ID, s.ts(ev.CreatedAt)); err != nil {
 					return err
 				}
 			}
-			if _, err := tx.ExecContext(ctx, insertEventSQL, append([]any{p.WorkspaceID}, s.eventArgs(ev)...)...); err != nil {
+			if _, err := s.txExec(ctx, tx, insertEventSQL, append([]any{p.WorkspaceID}, s.eventArgs(ev)...)...); err != nil {
 				return err
 			}
 			settled = true
@@ -155,7 +156,7 @@ func (s *Store) SettlePayout(ctx context.Context, p payoutkit.Payout, ev payoutk
 
 // Payout implements payoutkit.PayoutStore.
 func (s *Store) Payout(ctx context.Context, workspaceID, payoutID string) (payoutkit.Payout, error) {
-	p, err := scanPayout(s.reader().QueryRowContext(ctx, selectPayoutSQL, workspaceID, payoutID))
+	p, err := scanPayout(s.readRow(ctx, selectPayoutSQL, workspaceID, payoutID))
 	if err != nil {
 		return payoutkit.Payout{}, translate(ctx, "payout", err)
 	}

@@ -40,6 +40,74 @@ func (s *Store) reader() querier { return s.r.DB }
 // writer runs single-statement writes outside a transaction.
 func (s *Store) writer() querier { return s.w.DB }
 
+// On SQLite, parsing a statement costs about as much as running it, so the
+// statements of the hot paths are prepared once per connection: the write
+// ones on the writer connection, the read ones on each read connection as
+// it first runs them. (On PostgreSQL, pgx prepares and caches every
+// statement per connection by itself.)
+var (
+	preparedWrites = []string{insertPayoutSQL, debitSQL, insertLedgerSQL, insertEventSQL,
+		settlePayoutSQL, settleBalanceSQL, insertOrderSQL, payOrderSQL, creditSQL}
+	preparedReads = []string{selectPayoutSQL, selectOrderSQL, balanceSQL, apiKeySQL, workspaceSQL}
+)
+
+// prepare prepares the SQLite statements of the hot paths.
+func (s *Store) prepare(ctx context.Context) error {
+	if s.pg() {
+		return nil
+	}
+	s.wstmts, s.rstmts = make(map[string]*sql.Stmt), make(map[string]*sql.Stmt)
+	for _, q := range preparedWrites {
+		st, err := s.w.DB.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("sqlstore: preparing statements: %w", err)
+		}
+		s.wstmts[q] = st
+	}
+	for _, q := range preparedReads {
+		st, err := s.r.DB.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("sqlstore: preparing statements: %w", err)
+		}
+		s.rstmts[q] = st
+	}
+	return nil
+}
+
+// txExec runs a write statement in tx, prepared if it is one of preparedWrites.
+func (s *Store) txExec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	if st := s.wstmts[query]; st != nil {
+		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return tx.ExecContext(ctx, query, args...)
+}
+
+// txQueryRow runs a statement that returns one row in tx, prepared if it is
+// one of preparedWrites.
+func (s *Store) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	if st := s.wstmts[query]; st != nil {
+		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return tx.QueryRowContext(ctx, query, args...)
+}
+
+// exec runs a single write statement outside a transaction.
+func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := s.wstmts[query]; st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return s.w.DB.ExecContext(ctx, query, args...)
+}
+
+// readRow runs a read that returns one row, prepared if it is one of
+// preparedReads.
+func (s *Store) readRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := s.rstmts[query]; st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return s.r.DB.QueryRowContext(ctx, query, args...)
+}
+
 // ts is a time as the dialect stores it: NULL for the zero time, otherwise
 // UTC at microsecond precision, as TIMESTAMPTZ on PostgreSQL and as INTEGER
 // microseconds since the Unix epoch on SQLite.

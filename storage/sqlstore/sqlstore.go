@@ -61,6 +61,8 @@ type Store struct {
 	// name identifies the database in errors and logs, without secrets.
 	name string
 	q    *queries
+	// wstmts and rstmts are SQLite's prepared statements, by their SQL.
+	wstmts, rstmts map[string]*sql.Stmt
 }
 
 var _ payoutkit.Store = (*Store)(nil)
@@ -136,12 +138,23 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		_ = s.Close()
 		return nil, err
 	}
+	if err := s.prepare(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
 // Close closes the store's connections.
 func (s *Store) Close() error {
-	err := s.w.Close()
+	var err error
+	for _, st := range s.wstmts {
+		err = errors.Join(err, st.Close())
+	}
+	for _, st := range s.rstmts {
+		err = errors.Join(err, st.Close())
+	}
+	err = errors.Join(err, s.w.Close())
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
 	}

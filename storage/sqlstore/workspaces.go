@@ -9,6 +9,11 @@ import (
 	"github.com/payoutkit/payoutkit"
 )
 
+const (
+	workspaceSQL = `SELECT id, name, webhook_url, webhook_secret, created_at FROM workspaces WHERE id = $1`
+	apiKeySQL    = `SELECT ` + keyCols + ` FROM api_keys WHERE prefix = $1`
+)
+
 // CreateWorkspace implements payoutkit.WorkspaceStore.
 func (s *Store) CreateWorkspace(ctx context.Context, ws payoutkit.Workspace, staff payoutkit.StaffUser, key payoutkit.APIKey) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
@@ -31,8 +36,7 @@ func (s *Store) CreateWorkspace(ctx context.Context, ws payoutkit.Workspace, sta
 // Workspace implements payoutkit.WorkspaceStore.
 func (s *Store) Workspace(ctx context.Context, id string) (payoutkit.Workspace, error) {
 	var ws payoutkit.Workspace
-	err := s.reader().QueryRowContext(ctx, `SELECT id, name, webhook_url, webhook_secret, created_at FROM workspaces WHERE id = $1`, id).
-		Scan(&ws.ID, &ws.Name, &ws.WebhookURL, &ws.WebhookSecret, timeCol{&ws.CreatedAt})
+	err := s.readRow(ctx, workspaceSQL, id).Scan(&ws.ID, &ws.Name, &ws.WebhookURL, &ws.WebhookSecret, timeCol{&ws.CreatedAt})
 	if err != nil {
 		return payoutkit.Workspace{}, translate(ctx, "workspace", err)
 	}
@@ -79,7 +83,7 @@ func (s *Store) insertKey(ctx context.Context, q querier, key payoutkit.APIKey) 
 
 // APIKey implements payoutkit.KeyStore.
 func (s *Store) APIKey(ctx context.Context, prefix string) (payoutkit.APIKey, error) {
-	k, err := scanKey(s.reader().QueryRowContext(ctx, `SELECT `+keyCols+` FROM api_keys WHERE prefix = $1`, prefix))
+	k, err := scanKey(s.readRow(ctx, apiKeySQL, prefix))
 	if err != nil {
 		return payoutkit.APIKey{}, translate(ctx, "API key", err)
 	}
