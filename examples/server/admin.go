@@ -36,7 +36,7 @@ func adminEngine(ctx context.Context, dsn string, stderr io.Writer) (*payoutkit.
 	if err != nil {
 		return nil, nil, err
 	}
-	engine, err := payoutkit.New(store, &payoutkit.Config{Logger: log})
+	engine, err := payoutkit.New(store, &payoutkit.Config{Logger: log, PasswordCost: passwordCost})
 	if err != nil {
 		store.Close()
 		return nil, nil, err

@@ -23,8 +23,13 @@ import (
 // SIGTERM.
 const shutdownTimeout = 30 * time.Second
 
-// listening, when set (by tests), is told the address serve listens on.
-var listening func(net.Addr)
+// Test hooks. listening, when set, is told the address serve listens on;
+// passwordCost, when set, replaces the engine's bcrypt cost of staff
+// passwords.
+var (
+	listening    func(net.Addr)
+	passwordCost int
+)
 
 // workspaceCounter is what serve needs to know whether the database is
 // empty. The payoutkit.Store interface has no listing of workspaces.
@@ -58,7 +63,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer store.Close()
 
-	cfg := &payoutkit.Config{Logger: log}
+	cfg := &payoutkit.Config{Logger: log, PasswordCost: passwordCost}
 	if *sandbox {
 		// Payouts reach it through the dispatcher's hand-off loop below.
 		cfg.Processor = &payoutkit.SandboxProcessor{SettleAfter: *settleAfter}

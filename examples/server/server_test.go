@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
 )
 
 // TestMain lets a test run this binary as the real program (main, signals
@@ -26,6 +28,7 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
+	passwordCost = bcrypt.MinCost // staff passwords: fast hashes in tests
 	os.Exit(m.Run())
 }
 
