@@ -172,11 +172,11 @@ func (e *Engine) Payout(ctx context.Context, workspaceID, payoutID string) (Payo
 }
 
 // CompletePayout records that a submitted payout was paid on chain, with its
-// transaction id, and emits payout.completed. Settling a payout that is not
+// transaction id (required), and emits payout.completed. Settling a payout that is not
 // submitted is ErrConflict.
 func (e *Engine) CompletePayout(ctx context.Context, workspaceID, payoutID, txid string) (Payout, error) {
 	var v validation
-	checkText(&v, "txid", txid, false, maxText)
+	checkText(&v, "txid", txid, true, maxText)
 	if err := v.err(); err != nil {
 		return Payout{}, err
 	}

@@ -160,6 +160,8 @@ func testPayouts(t *testing.T, open Open) {
 		must[payoutkit.Payout](t)(first(e.payout(ws, "po-bad", "20.00")))
 		e.wantBalance(ws, "50.00", "50.00")
 
+		_, err := e.eng.CompletePayout(e.ctx, ws, "po-ok", "")
+		wantErr(t, err, payoutkit.ErrInvalidInput) // a completed payout always has its txid
 		done := must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, "po-ok", "0xabc"))
 		if done.Status != payoutkit.PayoutCompleted || done.TxID != "0xabc" || done.FailureReason != "" || done.UpdatedAt.Before(done.CreatedAt) {
 			t.Fatalf("completed payout %+v", done)
@@ -185,7 +187,7 @@ func testPayouts(t *testing.T, open Open) {
 			wantErr(t, err, payoutkit.ErrConflict)
 		}
 		e.wantBalance(ws, "70.00", "0.00")
-		_, err := e.eng.CompletePayout(e.ctx, ws, "po-missing", "x")
+		_, err = e.eng.CompletePayout(e.ctx, ws, "po-missing", "x")
 		wantErr(t, err, payoutkit.ErrNotFound)
 	})
 
