@@ -1,13 +1,16 @@
 package sqlstore_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/payoutkit/payoutkit"
@@ -150,5 +153,54 @@ func TestPostgresInstancesClaim(t *testing.T) {
 	// The order.paid event and the 40 submissions: 41 due events.
 	if len(owners) != n+1 {
 		t.Fatalf("claimed %d events; want %d", len(owners), n+1)
+	}
+}
+
+// A store whose schema an administrator migrated runs with the privileges
+// to read and write rows, and no more: Open does not need CREATE.
+func TestPostgresLeastPrivilege(t *testing.T) {
+	admin := freshSchema(t, postgresDSN(t))
+	openPostgres(t, admin).Close()
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := u.Query().Get("search_path")
+	role := "app_" + schema
+	conn, err := pgx.Connect(t.Context(), admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, stmt := range []string{
+		"CREATE ROLE " + role + " LOGIN",
+		"GRANT USAGE ON SCHEMA " + schema + " TO " + role,
+		"GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA " + schema + " TO " + role,
+		"GRANT USAGE ON ALL SEQUENCES IN SCHEMA " + schema + " TO " + role,
+	} {
+		if _, err := conn.Exec(t.Context(), stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), admin)
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		_, _ = c.Exec(context.Background(), "DROP OWNED BY "+role)
+		_, _ = c.Exec(context.Background(), "DROP ROLE "+role)
+	})
+	u.User = url.User(role)
+	s := openPostgres(t, u.String())
+	defer s.Close()
+	eng := newEngine(t, s)
+	nw, err := eng.CreateWorkspace(t.Context(), payoutkit.CreateWorkspaceRequest{Name: "App"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fund(t, eng, nw.Workspace.ID, "fund", "10.00")
+	if _, _, err := eng.CreatePayout(t.Context(), nw.Workspace.ID, payoutRequest("po-1", "1.00")); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -33,6 +33,9 @@ import (
 //go:embed migrations
 var migrationFiles embed.FS
 
+// errReadOnlyTx reports a PostgreSQL session whose transactions are read-only.
+var errReadOnlyTx = errors.New("read-only transaction")
+
 type migration struct {
 	version int
 	name    string
@@ -89,15 +92,36 @@ func (s *Store) migrate(ctx context.Context) error {
 				`SELECT pg_advisory_xact_lock(hashtextextended('payoutkit sqlstore migrate ' || coalesce(current_schema(), ''), 0))`); err != nil {
 				return err
 			}
-		}
-		if _, err := tx.ExecContext(ctx, s.q.createSchemaMigrations); err != nil {
-			return err
-		}
-		// A write that changes nothing: it fails at once on a database that
-		// cannot be written (a read-only file, mode=ro, a hot standby), so
-		// that Open says so rather than the first payout.
-		if _, err := tx.ExecContext(ctx, `UPDATE schema_migrations SET version = version WHERE version < 0`); err != nil {
-			return err
+			// A hot standby, or default_transaction_read_only: say so now
+			// rather than at the first payout.
+			var ro string
+			if err := tx.QueryRowContext(ctx, `SHOW transaction_read_only`).Scan(&ro); err != nil {
+				return err
+			}
+			if ro == "on" {
+				return errReadOnlyTx
+			}
+			// CREATE ... IF NOT EXISTS would still need the CREATE privilege,
+			// which a store whose schema an administrator migrated may lack.
+			var exists bool
+			if err := tx.QueryRowContext(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+				return err
+			}
+			if !exists {
+				if _, err := tx.ExecContext(ctx, s.q.createSchemaMigrations); err != nil {
+					return err
+				}
+			}
+		} else {
+			if _, err := tx.ExecContext(ctx, s.q.createSchemaMigrations); err != nil {
+				return err
+			}
+			// A write that changes nothing: it fails at once on a database
+			// that cannot be written (a read-only file or mount, mode=ro),
+			// where BEGIN IMMEDIATE and CREATE TABLE IF NOT EXISTS succeed.
+			if _, err := tx.ExecContext(ctx, `UPDATE schema_migrations SET version = version WHERE version < 0`); err != nil {
+				return err
+			}
 		}
 		var current int
 		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
@@ -120,7 +144,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	})
 	switch {
 	case err == nil:
-	case errors.Is(translate(ctx, "migrate", err), ErrReadOnly):
+	case errors.Is(err, errReadOnlyTx), errors.Is(translate(ctx, "migrate", err), ErrReadOnly):
 		return fmt.Errorf("%w: %s cannot be written, and the store needs to write", ErrReadOnly, s.name)
 	case openProblem(s.name, err) != nil:
 		return openProblem(s.name, err)

@@ -17,8 +17,8 @@ import (
 // (SQLite reads $N as the Nth argument) and run through database/sql with
 // bound arguments, beneath bun's query builder: bun interpolates arguments
 // into the SQL text, which would make every statement a new one to parse and
-// plan, and so rule out prepared statements (pgx's statement cache today,
-// SQLite's on the writer connection tomorrow).
+// plan, and so rule out prepared statements (pgx's statement cache on
+// PostgreSQL, the statements prepare keeps on SQLite).
 
 // querier is what *sql.DB, *sql.Conn and *sql.Tx have in common.
 type querier interface {
