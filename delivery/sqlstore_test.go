@@ -30,7 +30,7 @@ import (
 // over exactly once.
 func TestTwoDispatchersOnPostgres(t *testing.T) {
 	dsn := freshSchema(t, postgresDSN(t))
-	const workspaces, payoutsPer = 4, 125 // 4 × (1 order.paid + 125 × 2) = 1004 events
+	const workspaces, payoutsPer = 8, 63 // 8 × (1 order.paid + 63 × 2) = 1016 events
 
 	var stores [2]*sqlstore.Store
 	var engines [2]*payoutkit.Engine
