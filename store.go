@@ -35,6 +35,9 @@ type WorkspaceStore interface {
 	SetWebhook(ctx context.Context, workspaceID, url, secret string) error
 	// StaffUser returns the staff user with the given (lower-cased) e-mail.
 	StaffUser(ctx context.Context, email string) (StaffUser, error)
+	// WorkspaceCount returns how many workspaces exist, so that a server can
+	// tell an empty database on its first start.
+	WorkspaceCount(ctx context.Context) (int, error)
 }
 
 // KeyStore keeps hashed API keys.

@@ -31,12 +31,6 @@ var (
 	passwordCost int
 )
 
-// workspaceCounter is what serve needs to know whether the database is
-// empty. The payoutkit.Store interface has no listing of workspaces.
-type workspaceCounter interface {
-	WorkspaceCount(ctx context.Context) (int, error)
-}
-
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve", stderr)
 	addr := fs.String("addr", ":8080", "`address` to listen on")
@@ -138,12 +132,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // bootstrap creates the first workspace of an empty database and prints it.
 func bootstrap(ctx context.Context, store payoutkit.Store, engine *payoutkit.Engine, stdout io.Writer, log *slog.Logger) error {
-	counter, ok := store.(workspaceCounter)
-	if !ok {
-		log.Warn("this store cannot tell whether it is empty; create a workspace with `workspace create`")
-		return nil
-	}
-	n, err := counter.WorkspaceCount(ctx)
+	n, err := store.WorkspaceCount(ctx)
 	if err != nil {
 		return fmt.Errorf("counting workspaces: %w", err)
 	}

@@ -180,37 +180,16 @@ func wantKeys(t *testing.T, m map[string]any, keys ...string) {
 	}
 }
 
-// canBootstrap reports whether the store behind -db can tell that it is
-// empty, which the first serve's bootstrap needs.
-func canBootstrap(t *testing.T) bool {
-	t.Helper()
-	store, err := openStore(context.Background(), filepath.Join(t.TempDir(), "probe.db"), newLogger(io.Discard))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	_, ok := store.(workspaceCounter)
-	return ok
-}
-
 // serverWithKey starts serve on a new database (with extra args) and returns
-// it with an API key: the one the first serve prints, or, while the store
-// cannot count its workspaces, one from workspace create.
+// it with the API key that the first serve prints.
 func serverWithKey(t *testing.T, args ...string) (*server, string) {
 	t.Helper()
 	db := filepath.Join(t.TempDir(), "payoutkit.db")
-	if !canBootstrap(t) {
-		ws := decodeObject(t, mustCommand(t, "workspace", "create", "-db", db, "-name", "test"))
-		return startServer(t, append([]string{"-db", db}, args...)...), ws["api_key"].(string)
-	}
 	s := startServer(t, append([]string{"-db", db}, args...)...)
 	return s, decodeObject(t, s.stdout.String())["api_key"].(string)
 }
 
 func TestFirstServeBootstrapsOnce(t *testing.T) {
-	if !canBootstrap(t) {
-		t.Skip("the store has no WorkspaceCount method yet: the first serve cannot bootstrap")
-	}
 	db := filepath.Join(t.TempDir(), "payoutkit.db")
 	s := startServer(t, "-db", db)
 	first := decodeObject(t, s.stdout.String())

@@ -137,6 +137,13 @@ func (s *Store) StaffUser(_ context.Context, email string) (payoutkit.StaffUser,
 	return u, nil
 }
 
+// WorkspaceCount implements payoutkit.WorkspaceStore.
+func (s *Store) WorkspaceCount(context.Context) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.workspaces), nil
+}
+
 // InsertAPIKey implements payoutkit.KeyStore.
 func (s *Store) InsertAPIKey(_ context.Context, key payoutkit.APIKey) error {
 	s.mu.Lock()

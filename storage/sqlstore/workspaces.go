@@ -43,6 +43,15 @@ func (s *Store) Workspace(ctx context.Context, id string) (payoutkit.Workspace, 
 	return ws, nil
 }
 
+// WorkspaceCount implements payoutkit.WorkspaceStore.
+func (s *Store) WorkspaceCount(ctx context.Context) (int, error) {
+	var n int
+	if err := s.readRow(ctx, `SELECT count(*) FROM workspaces`).Scan(&n); err != nil {
+		return 0, translate(ctx, "count workspaces", err)
+	}
+	return n, nil
+}
+
 // SetWebhook implements payoutkit.WorkspaceStore.
 func (s *Store) SetWebhook(ctx context.Context, workspaceID, url, secret string) error {
 	res, err := s.writer().ExecContext(ctx, `UPDATE workspaces SET webhook_url = $2, webhook_secret = $3 WHERE id = $1`, workspaceID, url, secret)

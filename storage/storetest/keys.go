@@ -168,7 +168,13 @@ func testWorkspaces(t *testing.T, open Open) {
 
 	t.Run("GeneratedStaffLogin", func(t *testing.T) {
 		e := newEnv(t, open)
+		if n := must[int](t)(e.store.WorkspaceCount(e.ctx)); n != 0 {
+			t.Fatalf("a new store counts %d workspaces", n)
+		}
 		nw := e.workspace()
+		if n := must[int](t)(e.store.WorkspaceCount(e.ctx)); n != 1 {
+			t.Fatalf("WorkspaceCount = %d; want 1", n)
+		}
 		if nw.StaffEmail == "" || len(nw.StaffPassword) < 12 {
 			t.Fatalf("generated login %q / %q", nw.StaffEmail, nw.StaffPassword)
 		}
