@@ -121,7 +121,8 @@ type Outbox interface {
 	ClaimEvents(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]Event, error)
 	// RecordAttempt stores one delivery attempt of a leased event and moves the
 	// event to next: delivered, failed, or pending again at next.NextAttemptAt.
-	// It is ErrConflict when owner no longer holds the event's lease.
+	// It is ErrConflict when owner no longer holds the event's lease (or the
+	// event is no longer pending), ErrNotFound for an unknown event.
 	RecordAttempt(ctx context.Context, owner string, a DeliveryAttempt, next EventDelivery) error
 	// Events lists the workspace's events, newest first.
 	Events(ctx context.Context, workspaceID string, page PageRequest) (Page[Event], error)
