@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 )
@@ -103,4 +104,107 @@ func TestWalkthrough(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestReadmeWalkthrough checks that the README's curl commands are exactly
+// the walkthrough's requests, in order, so that what the README shows is
+// what TestWalkthrough runs.
+func TestReadmeWalkthrough(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, cmd := range curlCommands(string(raw)) {
+		method, path, body, err := parseCurl(cmd)
+		if err != nil {
+			t.Fatalf("README command %q: %v", cmd, err)
+		}
+		got = append(got, method+" "+path+" "+body)
+	}
+	var want []string
+	for _, st := range walkthrough {
+		want = append(want, st.method+" "+st.path+" "+st.body)
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("README curl commands:\n%s\n\nwalkthrough steps:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// curlCommands returns the README's curl commands, continuation lines joined
+// and trailing comments dropped.
+func curlCommands(readme string) []string {
+	var cmds []string
+	lines := strings.Split(readme, "\n")
+	for i := 0; i < len(lines); i++ {
+		if !strings.HasPrefix(lines[i], "curl ") {
+			continue
+		}
+		cmd := lines[i]
+		for strings.HasSuffix(strings.TrimSpace(cmd), `\`) && i+1 < len(lines) {
+			cmd = strings.TrimSuffix(strings.TrimSpace(cmd), `\`) + " " + lines[i+1]
+			i++
+		}
+		if c := strings.Index(cmd, "  #"); c >= 0 {
+			cmd = cmd[:c]
+		}
+		cmds = append(cmds, cmd)
+	}
+	return cmds
+}
+
+// parseCurl reads the method, path and body of a curl command line, with
+// shell quoting as the README uses it.
+func parseCurl(cmd string) (method, path, body string, err error) {
+	args, err := shellWords(cmd)
+	if err != nil {
+		return "", "", "", err
+	}
+	method = "GET"
+	for i := 1; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-X" && i+1 < len(args):
+			method, i = args[i+1], i+1
+		case a == "-d" && i+1 < len(args):
+			body, i = args[i+1], i+1
+		case a == "-H" && i+1 < len(args):
+			i++
+		case strings.HasPrefix(a, "http://localhost:8080"):
+			path = strings.TrimPrefix(a, "http://localhost:8080")
+		}
+	}
+	if path == "" {
+		return "", "", "", fmt.Errorf("no URL")
+	}
+	return method, path, body, nil
+}
+
+func shellWords(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case ' ', '\t':
+			if inWord {
+				words, inWord = append(words, cur.String()), false
+				cur.Reset()
+			}
+		case '\'', '"':
+			end := strings.IndexByte(s[i+1:], c)
+			if end < 0 {
+				return nil, fmt.Errorf("unclosed %c", c)
+			}
+			cur.WriteString(s[i+1 : i+1+end])
+			i += end + 1
+			inWord = true
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, nil
 }
