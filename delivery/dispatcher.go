@@ -75,6 +75,10 @@ type Config struct {
 	// hand-offs. A slow receiver occupies one of them for at most the
 	// notifier's timeout. Defaults to 16.
 	Concurrency int
+	// MaxPerWorkspace is how many of those deliveries may go to one
+	// workspace at once, so that a receiver that hangs leaves workers to
+	// the other workspaces. Defaults to half of Concurrency (at least 1).
+	MaxPerWorkspace int
 	// RetryDelays are the waits after each failed attempt: after attempt n
 	// fails, attempt n+1 is due RetryDelays[n-1] later; after attempt
 	// len(RetryDelays)+1 fails the event is marked failed. Defaults to
@@ -122,6 +126,9 @@ func (c *Config) withDefaults() *Config {
 	if out.Concurrency == 0 {
 		out.Concurrency = 16
 	}
+	if out.MaxPerWorkspace == 0 {
+		out.MaxPerWorkspace = max(out.Concurrency/2, 1)
+	}
 	if out.RetryDelays == nil {
 		out.RetryDelays = RetryDelays()
 	}
@@ -147,6 +154,8 @@ func (c *Config) validate() error {
 		return errors.New("delivery: BatchSize must not be negative")
 	case c.Concurrency < 0:
 		return errors.New("delivery: Concurrency must not be negative")
+	case c.MaxPerWorkspace < 0:
+		return errors.New("delivery: MaxPerWorkspace must not be negative")
 	case c.Jitter > 1:
 		return errors.New("delivery: Jitter must be at most 1")
 	}
@@ -244,9 +253,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		key: func(ev payoutkit.Event) string { return ev.WorkspaceID + "\x00" + ev.Subject },
 		id:  func(ev payoutkit.Event) string { return ev.ID },
 		// Each recorded attempt counts.
-		newer: func(claimed, running payoutkit.Event) bool { return claimed.Attempts > running.Attempts },
-		work:  d.deliver,
-		wake:  d.wake,
+		newer:     func(claimed, running payoutkit.Event) bool { return claimed.Attempts > running.Attempts },
+		tenant:    func(ev payoutkit.Event) string { return ev.WorkspaceID },
+		perTenant: d.cfg.MaxPerWorkspace,
+		work:      d.deliver,
+		wake:      d.wake,
 	})
 	<-done
 	d.log.Info("dispatcher stopped")

@@ -489,7 +489,7 @@ func TestConcurrencyBoundsSlowReceivers(t *testing.T) {
 		e.payout(wsSlow.ID, id, "1.00")
 	}
 	e.fund(wsFast.ID, "10.00")
-	e.start(Config{Concurrency: 3})
+	e.start(Config{Concurrency: 3, MaxPerWorkspace: 3})
 	slow.waitCount(3) // three workers stuck on the slow receiver
 	time.Sleep(20 * time.Millisecond)
 	if n := slow.count(); n != 3 {
@@ -503,6 +503,28 @@ func TestConcurrencyBoundsSlowReceivers(t *testing.T) {
 	slow.waitCount(6)
 }
 
+func TestHangingReceiverLeavesWorkersToOthers(t *testing.T) {
+	e := newEnv(t, nil)
+	hanging, fast := newReceiver(t), newReceiver(t)
+	hanging.setRespond(func(hr *http.Request, _ request) (int, string) {
+		<-hr.Context().Done()
+		return 200, "success"
+	})
+	wsHanging := e.workspace(hanging)
+	e.fund(wsHanging.ID, "10.00")
+	for _, id := range []string{"a", "b", "c", "d", "e"} {
+		e.payout(wsHanging.ID, id, "1.00")
+	}
+	wsFast := e.workspace(fast)
+	e.fund(wsFast.ID, "10.00")
+	e.payout(wsFast.ID, "a", "1.00")
+	e.start(Config{Concurrency: 4}) // two per workspace
+	e.waitDelivered(wsFast.ID)
+	if n := hanging.count(); n != 2 {
+		t.Fatalf("%d requests in flight at the hanging receiver; want 2", n)
+	}
+}
+
 func TestConfig(t *testing.T) {
 	store := memstore.New()
 	d1, err := New(store, nil)
@@ -513,13 +535,14 @@ func TestConfig(t *testing.T) {
 	if d1.Owner() == "" || d1.Owner() == d2.Owner() {
 		t.Errorf("owners %q and %q", d1.Owner(), d2.Owner())
 	}
-	if c := d1.cfg; c.Lease != time.Minute || c.PollInterval != time.Second || c.Concurrency != 16 || c.BatchSize != 100 ||
+	if c := d1.cfg; c.Lease != time.Minute || c.PollInterval != time.Second || c.Concurrency != 16 || c.MaxPerWorkspace != 8 || c.BatchSize != 100 ||
 		c.Jitter != 0.1 || len(c.RetryDelays) != 8 || c.Notifier.(*HTTPNotifier).AllowPrivate {
 		t.Errorf("defaults %+v", c)
 	}
 	for _, bad := range []Config{
 		{Lease: 15 * time.Second}, // under twice the 10 s timeout
 		{Concurrency: -1},
+		{MaxPerWorkspace: -1},
 		{RetryDelays: []time.Duration{0}},
 		{Jitter: 2},
 	} {

@@ -19,6 +19,11 @@ type leased[T any] struct {
 	// was claimed after running's work recorded its outcome (so it is due
 	// again) rather than because running's lease ran out mid-work.
 	newer func(claimed, running T) bool
+	// tenant, when set, names the workspace of an item: at most perTenant
+	// items of one tenant are worked on at once, so that one workspace's
+	// hanging receiver cannot take every worker.
+	tenant    func(T) string
+	perTenant int
 	// work handles one item whose lease ends at leaseUntil. It returns when
 	// to work on the item again within the same lease, or the zero time when
 	// it is done with it (handled, or left for the lease to expire).
@@ -30,6 +35,7 @@ type leased[T any] struct {
 type job[T any] struct {
 	item       T
 	key        string
+	tenant     string
 	leaseUntil time.Time
 	again      time.Time
 }
@@ -41,30 +47,49 @@ type job[T any] struct {
 // claims waits out its lease in a queue. It claims again as soon as a worker
 // finishes (which is how a payout's next event follows its previous one
 // without waiting for a poll), when the poll interval has passed, or when
-// woken.
+// woken. A claimed item that may not start yet (its key is busy, or its
+// tenant has its share of workers) waits in memory under its lease, briefly;
+// one whose lease runs out there is dropped, to be claimed again later.
 func run[T any](ctx context.Context, d *Dispatcher, l leased[T]) {
 	var (
-		limit   = d.cfg.Concurrency
-		running = make(map[string]job[T]) // by key
-		waiting []job[T]                  // leased items to work on later
-		done    = make(chan job[T], limit)
-		wg      sync.WaitGroup
+		limit     = d.cfg.Concurrency
+		running   = make(map[string]job[T]) // by key
+		perTenant = make(map[string]int)    // running jobs by tenant
+		waiting   []job[T]                  // leased items to work on later
+		done      = make(chan job[T], limit)
+		wg        sync.WaitGroup
 	)
+	// Items held back for their tenant wait at most this many at a time;
+	// more start anyway, so the share never starves the tenant nor holds
+	// more than a worker round of leases idle.
+	maxHeldBack := limit
 	defer wg.Wait()
 	start := func(j job[T]) {
 		running[j.key] = j
+		perTenant[j.tenant]++
 		wg.Go(func() {
 			j.again = l.work(ctx, j.item, j.leaseUntil)
 			done <- j
 		})
 	}
-	// startable reports whether a waiting job may start now.
+	finished := func(j job[T]) {
+		delete(running, j.key)
+		if perTenant[j.tenant]--; perTenant[j.tenant] == 0 {
+			delete(perTenant, j.tenant)
+		}
+		if !j.again.IsZero() {
+			waiting = append(waiting, j)
+		}
+	}
+	tenantFull := func(tenant string) bool { return l.tenant != nil && perTenant[tenant] >= l.perTenant }
+	// startable reports whether a job may start now, time permitting.
 	startable := func(j job[T]) bool {
 		_, busy := running[j.key]
-		return len(running) < limit && !busy
+		return len(running) < limit && !busy && !tenantFull(j.tenant)
 	}
 	for ctx.Err() == nil {
 		now := d.now()
+		heldBack := 0 // waiting items held back for their tenant's share
 		waiting = slices.DeleteFunc(waiting, func(j job[T]) bool {
 			switch {
 			case !j.leaseUntil.After(now): // the lease is gone, and the item with it
@@ -72,6 +97,9 @@ func run[T any](ctx context.Context, d *Dispatcher, l leased[T]) {
 			case startable(j) && !j.again.After(now):
 				start(j)
 				return true
+			}
+			if tenantFull(j.tenant) {
+				heldBack++
 			}
 			return false
 		})
@@ -83,26 +111,35 @@ func run[T any](ctx context.Context, d *Dispatcher, l leased[T]) {
 			if err != nil && ctx.Err() == nil {
 				d.log.WarnContext(ctx, "claiming "+l.name, "err", err)
 			}
-			started := 0
+			started, queued := 0, 0
 			for _, it := range items {
 				j := job[T]{item: it, key: l.key(it), leaseUntil: leaseUntil}
-				if r, busy := running[j.key]; busy {
-					if id := l.id(it); id == l.id(r.item) && !l.newer(it, r.item) {
-						// Our lease ran out while we still work on it: the
-						// running worker records the outcome.
-						d.log.WarnContext(ctx, "claimed "+l.name+" still in progress here; leaving it to the running attempt", "id", id)
-						continue
-					}
+				if l.tenant != nil {
+					j.tenant = l.tenant(it)
+				}
+				r, busy := running[j.key]
+				switch {
+				case busy && l.id(it) == l.id(r.item) && !l.newer(it, r.item):
+					// Our lease ran out while we still work on it: the
+					// running worker records the outcome.
+					d.log.WarnContext(ctx, "claimed "+l.name+" still in progress here; leaving it to the running attempt", "id", l.id(it))
+				case busy:
 					// A worker has just recorded its outcome for this key
 					// but not reported back yet: run this right after it.
 					waiting = append(waiting, j)
-					continue
+				case tenantFull(j.tenant) && heldBack < maxHeldBack:
+					waiting = append(waiting, j)
+					heldBack++
+					queued++
+				default:
+					start(j)
+					started++
 				}
-				start(j)
-				started++
 			}
-			// A full claim means more may be due: claim again while workers are free.
-			again = len(items) == n && started > 0 && len(running) < limit
+			// A full claim means more may be due: claim again while workers
+			// are free (items held back keep their leases, so the next claim
+			// reaches other workspaces' items).
+			again = len(items) == n && started+queued > 0 && len(running) < limit
 		}
 		if again {
 			continue
@@ -111,12 +148,6 @@ func run[T any](ctx context.Context, d *Dispatcher, l leased[T]) {
 		for _, j := range waiting {
 			if startable(j) && j.again.Before(wakeAt) {
 				wakeAt = j.again
-			}
-		}
-		finished := func(j job[T]) {
-			delete(running, j.key)
-			if !j.again.IsZero() {
-				waiting = append(waiting, j)
 			}
 		}
 		select {
