@@ -520,6 +520,8 @@ func TestHangingReceiverLeavesWorkersToOthers(t *testing.T) {
 	e.payout(wsFast.ID, "a", "1.00")
 	e.start(Config{Concurrency: 4}) // two per workspace
 	e.waitDelivered(wsFast.ID)
+	hanging.waitCount(2)
+	time.Sleep(20 * time.Millisecond)
 	if n := hanging.count(); n != 2 {
 		t.Fatalf("%d requests in flight at the hanging receiver; want 2", n)
 	}
