@@ -300,7 +300,7 @@ const maxError = 512
 
 // deliver makes one attempt at delivering ev and records it. A workspace
 // without a webhook URL gets the same attempt, recorded as failed, on the
-// same schedule: a URL set within the schedule's three and a half days
+// same schedule: a URL set within the schedule's 44 hours
 // receives the pending events at their next attempt, and older ones can be
 // resent by hand.
 func (d *Dispatcher) deliver(ctx context.Context, ev payoutkit.Event, _ time.Time) time.Time {
