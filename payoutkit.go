@@ -44,9 +44,12 @@ type Config struct {
 	// AddressValidators adds or replaces address validators by network name,
 	// for coins on networks that package address does not know. Defaults to none.
 	AddressValidators map[string]func(address string) error
-	// Processor receives each accepted payout to send it on the real rail and
-	// settles it later through CompletePayout or FailPayout. Defaults to none:
-	// payouts stay submitted until settled by a call.
+	// Processor receives each accepted payout to send it on the real rail,
+	// through Engine.HandOffPayout, which a delivery.Dispatcher with HandOff
+	// set calls under a lease; it settles the payout later through
+	// CompletePayout or FailPayout. Without a running dispatcher nothing is
+	// handed over. Defaults to none: payouts stay submitted until settled by
+	// a call.
 	Processor Processor
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time

@@ -130,7 +130,6 @@ func (e *Engine) CreatePayout(ctx context.Context, workspaceID string, req Creat
 	case !created:
 		return replayPayout(stored, p)
 	}
-	e.handOff(ctx, stored)
 	return stored, false, nil
 }
 

@@ -69,13 +69,6 @@ func (e *Engine) HandOffPayout(ctx context.Context, p Payout) error {
 	return e.store.MarkPayoutHandedOff(ctx, p.WorkspaceID, p.PayoutID, e.clock())
 }
 
-// handOff is where CreatePayout used to call the processor inline. Hand-off
-// now happens only through HandOffPayout under a lease (package delivery), so
-// that a slow or failing rail never delays or fails the API request and a
-// payout is handed over by one owner at a time, surviving restarts.
-// TODO: remove this and its call in CreatePayout (payouts.go).
-func (e *Engine) handOff(context.Context, Payout) {}
-
 // SandboxProcessor is a processor for testing and demos: it moves no money.
 // With SettleAfter zero, it accepts every payout at once and payouts stay
 // submitted until settled by hand (CompletePayout, FailPayout). Otherwise it
