@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -151,4 +152,22 @@ func VerifySignature(secret string, body []byte, signature string) bool {
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write(body)
 	return hmac.Equal(got, mac.Sum(nil))
+}
+
+// Events lists the workspace's events with their delivery state, newest first.
+func (e *Engine) Events(ctx context.Context, workspaceID string, page PageRequest) (Page[Event], error) {
+	if _, err := e.workspace(ctx, workspaceID); err != nil {
+		return Page[Event]{}, err
+	}
+	return e.store.Events(ctx, workspaceID, page)
+}
+
+// ResendEvent makes a failed (or delivered) event due again now; a running
+// dispatcher sends it on its next poll. An unknown event is ErrNotFound.
+func (e *Engine) ResendEvent(ctx context.Context, workspaceID, eventID string) error {
+	err := e.store.ResendEvent(ctx, workspaceID, eventID, e.clock())
+	if errors.Is(err, ErrNotFound) {
+		return errNotFound("event")
+	}
+	return err
 }

@@ -148,8 +148,12 @@ func webhook(ctx context.Context, sub string, args []string, stdout, stderr io.W
 	dsn := fs.String("db", "./payoutkit.db", "database: a SQLite file `path` or a postgres:// URL")
 	ws := fs.String("workspace", "", "the workspace `id` (required)")
 	var u *string
-	if sub == "set" {
+	var eventID *string
+	switch sub {
+	case "set":
 		u = fs.String("url", "", "where the workspace's events are sent: an http or https `URL`, or empty to stop sending")
+	case "resend":
+		eventID = fs.String("event", "", "the `id` of the event to send again (required)")
 	}
 	if err := parseFlags(fs, args, []string{"db"}); err != nil {
 		return err
@@ -157,11 +161,23 @@ func webhook(ctx context.Context, sub string, args []string, stdout, stderr io.W
 	if *ws == "" {
 		return usagef("webhook %s: -workspace is required", sub)
 	}
+	if eventID != nil && *eventID == "" {
+		return usagef("webhook resend: -event is required")
+	}
 	engine, done, err := adminEngine(ctx, *dsn, stderr)
 	if err != nil {
 		return err
 	}
 	defer done()
+	switch sub {
+	case "events":
+		return listEvents(ctx, engine, *ws, stdout)
+	case "resend":
+		if err := engine.ResendEvent(ctx, *ws, *eventID); err != nil {
+			return err
+		}
+		return printJSON(stdout, map[string]string{"event_id": *eventID, "state": string(payoutkit.DeliveryPending)})
+	}
 	if sub == "set" {
 		w, err := engine.SetWebhookURL(ctx, *ws, *u)
 		if err != nil {
@@ -174,4 +190,40 @@ func webhook(ctx context.Context, sub string, args []string, stdout, stderr io.W
 		return err
 	}
 	return printJSON(stdout, map[string]string{"workspace_id": w.ID, "webhook_secret": w.WebhookSecret})
+}
+
+// eventJSON is one row of webhook events.
+type eventJSON struct {
+	ID            string  `json:"id"`
+	Type          string  `json:"type"`
+	Subject       string  `json:"subject"`
+	CreatedAt     string  `json:"created_at"`
+	State         string  `json:"state"`
+	Attempts      int     `json:"attempts"`
+	NextAttemptAt *string `json:"next_attempt_at"`
+	LastError     *string `json:"last_error"`
+}
+
+// listEvents prints the workspace's latest events (up to 500) with their
+// delivery state, newest first.
+func listEvents(ctx context.Context, engine *payoutkit.Engine, ws string, stdout io.Writer) error {
+	page, err := engine.Events(ctx, ws, payoutkit.PageRequest{Limit: 500})
+	if err != nil {
+		return err
+	}
+	out := make([]eventJSON, 0, len(page.Items))
+	for _, ev := range page.Items {
+		row := eventJSON{
+			ID: ev.ID, Type: string(ev.Type), Subject: ev.Subject, CreatedAt: ev.CreatedAt.UTC().Format(time.RFC3339),
+			State: string(ev.State), Attempts: ev.Attempts,
+		}
+		if ev.State == payoutkit.DeliveryPending {
+			row.NextAttemptAt = timeOrNull(ev.NextAttemptAt)
+		}
+		if ev.LastError != "" {
+			row.LastError = &ev.LastError
+		}
+		out = append(out, row)
+	}
+	return printJSON(stdout, out)
 }

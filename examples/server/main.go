@@ -9,6 +9,8 @@
 //	server keys revoke -db <db> -workspace <id> -prefix <prefix>
 //	server webhook set -db <db> -workspace <id> -url <url>
 //	server webhook rotate-secret -db <db> -workspace <id>
+//	server webhook events -db <db> -workspace <id>
+//	server webhook resend -db <db> -workspace <id> -event <event id>
 //
 // Every serve flag is also read from the environment as PAYOUTKIT_<NAME>
 // (upper case, dashes as underscores: PAYOUTKIT_SANDBOX_SETTLE_AFTER); a
@@ -63,6 +65,8 @@ const usage = `usage:
   server keys revoke -db <db> -workspace <id> -prefix <prefix>
   server webhook set -db <db> -workspace <id> -url <url>
   server webhook rotate-secret -db <db> -workspace <id>
+  server webhook events -db <db> -workspace <id>
+  server webhook resend -db <db> -workspace <id> -event <event id>
 `
 
 // run runs one command. It is main without the process: tests call it.
@@ -82,7 +86,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return workspaceCreate(ctx, rest[1:], stdout, stderr)
 	case cmd == "keys" && (sub == "create" || sub == "reset" || sub == "list" || sub == "revoke"):
 		return keys(ctx, sub, rest[1:], stdout, stderr)
-	case cmd == "webhook" && (sub == "set" || sub == "rotate-secret"):
+	case cmd == "webhook" && (sub == "set" || sub == "rotate-secret" || sub == "events" || sub == "resend"):
 		return webhook(ctx, sub, rest[1:], stdout, stderr)
 	case cmd == "help" || cmd == "-h" || cmd == "-help" || cmd == "--help":
 		fmt.Fprint(stderr, usage)

@@ -38,6 +38,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sandbox := fs.Bool("sandbox", true, "serve the /v1/sandbox endpoints, move no real money, and deliver webhooks to private addresses")
 	settleAfter := fs.Duration("sandbox-settle-after", 0, "complete sandbox payouts by themselves after this `duration` (0: only by hand)")
 	rateLimit := fs.Float64("rate-limit", 0, "requests per second allowed per API key (0: no limit)")
+	allowPrivate := fs.Bool("webhook-allow-private", false, "deliver webhooks to loopback and private addresses outside the sandbox too")
 	if err := parseFlags(fs, args, nil); err != nil {
 		return err
 	}
@@ -72,7 +73,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	dispatcher, err := delivery.New(store, &delivery.Config{
 		HandOff:  engine,
-		Notifier: &delivery.HTTPNotifier{AllowPrivate: *sandbox},
+		Notifier: &delivery.HTTPNotifier{AllowPrivate: *sandbox || *allowPrivate},
 		Logger:   log,
 	})
 	if err != nil {
