@@ -81,4 +81,3 @@ func TestWebhookPrivateDestinationsAndResend(t *testing.T) {
 		}
 	}
 }
-
