@@ -2,19 +2,16 @@ package delivery
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"net/http"
-	"net/url"
-	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/payoutkit/payoutkit/storage/sqlstore/sqltest"
+
 	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/sync/errgroup"
 
@@ -29,7 +26,7 @@ import (
 // receiver exactly once, each payout's in order, and each payout is handed
 // over exactly once.
 func TestTwoDispatchersOnPostgres(t *testing.T) {
-	dsn := freshSchema(t, postgresDSN(t))
+	dsn := sqltest.Postgres(t)
 	const workspaces, payoutsPer = 8, 63 // 8 × (1 order.paid + 63 × 2) = 1016 events
 
 	var stores [2]*sqlstore.Store
@@ -231,54 +228,6 @@ type countingNotifier struct {
 func (c *countingNotifier) Notify(ctx context.Context, ws payoutkit.Workspace, ev payoutkit.Event) (payoutkit.DeliveryResult, error) {
 	c.n.Add(1)
 	return c.Notifier.Notify(ctx, ws, ev)
-}
-
-// postgresDSN is the test server's DSN from PAYOUTKIT_TEST_POSTGRES. Without
-// it the test is skipped, except in CI, where a missing PostgreSQL fails.
-func postgresDSN(t testing.TB) string {
-	t.Helper()
-	dsn := os.Getenv("PAYOUTKIT_TEST_POSTGRES")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("PAYOUTKIT_TEST_POSTGRES is not set; CI must run the PostgreSQL tests")
-		}
-		t.Skip("set PAYOUTKIT_TEST_POSTGRES=postgres://... to run the PostgreSQL tests")
-	}
-	return dsn
-}
-
-// freshSchema creates an empty schema, dropped when the test ends, and
-// returns dsn with its search_path set to it (as storage/sqlstore's tests do).
-func freshSchema(t testing.TB, dsn string) string {
-	t.Helper()
-	schema := "t_" + strings.ToLower(rand.Text()[:12])
-	conn, err := pgx.Connect(t.Context(), dsn)
-	if err != nil {
-		t.Fatalf("connecting to PostgreSQL: %v", err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(t.Context(), "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(context.Background(), dsn)
-		if err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // The retry schedule and a restart hold on SQLite too, times and all.
