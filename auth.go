@@ -220,14 +220,22 @@ func (e *Engine) CreateAPIKey(ctx context.Context, workspaceID string) (NewKey, 
 	if _, err := e.workspace(ctx, workspaceID); err != nil {
 		return NewKey{}, err
 	}
-	for {
+	return retryPrefix(func() (NewKey, error) {
 		plain, key := e.newAPIKey(workspaceID)
-		err := e.store.InsertAPIKey(ctx, key)
-		if errors.Is(err, ErrConflict) { // prefix collision: 62^8 makes it rare
-			continue
+		return plain, e.store.InsertAPIKey(ctx, key)
+	})
+}
+
+// retryPrefix retries a key insert whose random prefix was taken (62^8
+// prefixes make that rare; several in a row mean something else is wrong).
+func retryPrefix(insert func() (NewKey, error)) (NewKey, error) {
+	for range 4 {
+		k, err := insert()
+		if !errors.Is(err, ErrConflict) {
+			return k, err
 		}
-		return plain, err
 	}
+	return NewKey{}, errors.New("payoutkit: could not find a free API key prefix")
 }
 
 // APIKeys lists the workspace's keys (prefixes and times, never a key).
@@ -258,14 +266,11 @@ func (e *Engine) ResetAPIKeys(ctx context.Context, workspaceID string) (NewKey, 
 	if _, err := e.workspace(ctx, workspaceID); err != nil {
 		return NewKey{}, err
 	}
-	for {
+	return retryPrefix(func() (NewKey, error) {
 		plain, key := e.newAPIKey(workspaceID)
 		_, err := e.store.ResetAPIKeys(ctx, key)
-		if errors.Is(err, ErrConflict) {
-			continue
-		}
 		return plain, err
-	}
+	})
 }
 
 // Workspace returns one workspace, its webhook secret included.
