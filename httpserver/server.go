@@ -11,6 +11,7 @@ import (
 	_ "embed"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -119,21 +120,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case !known || r.URL.RawPath != "":
 		writeError(rec, r, errorf(payoutkit.CodeNotFound, "no such endpoint"))
 		return
-	case !methodIn(r.Method, methods):
+	case !slices.Contains(methods, r.Method):
 		rec.Header().Set("Allow", strings.Join(methods, ", "))
 		writeError(rec, r, errorf(payoutkit.CodeMethodNotAllowed, "method "+safeMethod(r.Method)+" is not allowed here; use "+methods[0]))
 		return
 	}
 	h.mux.ServeHTTP(rec, r)
-}
-
-func methodIn(m string, methods []string) bool {
-	for _, x := range methods {
-		if m == x {
-			return true
-		}
-	}
-	return false
 }
 
 // safeMethod keeps a method short and printable for a message.

@@ -33,6 +33,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -93,17 +94,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	default:
 		fmt.Fprint(stderr, usage)
-		return usagef("unknown command %q", joinArgs(args, 2))
+		return usagef("unknown command %q", strings.Join(args[:min(2, len(args))], " "))
 	}
-}
-
-func joinArgs(args []string, n int) string {
-	out := ""
-	for i, a := range args[:min(n, len(args))] {
-		if i > 0 {
-			out += " "
-		}
-		out += a
-	}
-	return out
 }

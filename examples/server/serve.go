@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -192,7 +193,7 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 func parseFlags(fs *flag.FlagSet, args []string, envFlags []string) error {
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if err != nil || envFlags != nil && !contains(envFlags, f.Name) {
+		if err != nil || envFlags != nil && !slices.Contains(envFlags, f.Name) {
 			return
 		}
 		name := envName(f.Name)
@@ -221,13 +222,4 @@ func parseFlags(fs *flag.FlagSet, args []string, envFlags []string) error {
 // upper case with dashes as underscores.
 func envName(flagName string) string {
 	return "PAYOUTKIT_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

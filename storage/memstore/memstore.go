@@ -7,6 +7,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -187,19 +188,9 @@ func (s *Store) APIKeys(_ context.Context, workspaceID string) ([]payoutkit.APIK
 		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
 			return c
 		}
-		return compareStrings(b.Prefix, a.Prefix)
+		return strings.Compare(b.Prefix, a.Prefix)
 	})
 	return out, nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // RevokeAPIKeys implements payoutkit.KeyStore.
