@@ -40,6 +40,9 @@ func translate(ctx context.Context, op string, err error) error {
 	if _, ok := errors.AsType[*payoutkit.Error](err); ok {
 		return err // already a sentinel (ErrInsufficientBalance, ...)
 	}
+	if errors.Is(err, ErrClosed) {
+		return err
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return payoutkit.ErrNotFound
 	}

@@ -51,7 +51,7 @@ func (s *Store) MarkOrderPaid(ctx context.Context, o payoutkit.Order, ev payoutk
 		err = s.writer().QueryRowContext(ctx, s.q.pgMarkOrderPaid, args...).Scan(&n)
 		paid = n == 1
 	} else {
-		err = s.inTx(ctx, func(tx *sql.Tx) error {
+		err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			var amount int64
 			err := s.txQueryRow(ctx, tx, payOrderSQL, o.WorkspaceID, o.OrderID, s.ts(o.PaidAt), s.ts(o.UpdatedAt)).Scan(&amount)
 			if errors.Is(err, sql.ErrNoRows) {

@@ -32,33 +32,48 @@ const (
 
 // CreatePayout implements payoutkit.PayoutStore: insert the payout unless
 // its id is taken, debit the balance if it covers the amount, record the
-// ledger entry and the event; one transaction, all or nothing.
+// ledger entry and the event; one transaction (on SQLite, one savepoint of a
+// group-committed transaction), all or nothing.
 func (s *Store) CreatePayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event) (payoutkit.Payout, bool, error) {
-	var (
-		stored  payoutkit.Payout
-		created bool
-	)
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		inserted, debited, err := s.createPayout(ctx, tx, p, ev)
-		switch {
-		case err != nil:
+	op := &createPayoutOp{s: s, p: p, ev: ev}
+	return op.result(ctx, s.writeTx(ctx, op.run))
+}
+
+// createPayoutOp is one CreatePayout: run makes its change in a
+// transaction, result turns run's error (or the transaction's) into
+// CreatePayout's answer.
+type createPayoutOp struct {
+	s       *Store
+	p       payoutkit.Payout
+	ev      payoutkit.Event
+	stored  payoutkit.Payout
+	created bool
+}
+
+func (op *createPayoutOp) run(ctx context.Context, tx *sql.Tx) error {
+	op.stored, op.created = payoutkit.Payout{}, false
+	inserted, debited, err := op.s.createPayout(ctx, tx, op.p, op.ev)
+	switch {
+	case err != nil:
+		return err
+	case !inserted: // the id is taken: report the stored payout, change nothing
+		op.stored, err = scanPayout(tx.QueryRowContext(ctx, selectPayoutSQL, op.p.WorkspaceID, op.p.PayoutID))
+		if err != nil {
 			return err
-		case !inserted: // the id is taken: report the stored payout, change nothing
-			stored, err = scanPayout(tx.QueryRowContext(ctx, selectPayoutSQL, p.WorkspaceID, p.PayoutID))
-			if err != nil {
-				return err
-			}
-			return errNothingToCommit
-		case !debited:
-			return payoutkit.ErrInsufficientBalance
 		}
-		stored, created = p, true
-		return nil
-	})
+		return errNothingToCommit
+	case !debited:
+		return payoutkit.ErrInsufficientBalance
+	}
+	op.stored, op.created = op.p, true
+	return nil
+}
+
+func (op *createPayoutOp) result(ctx context.Context, err error) (payoutkit.Payout, bool, error) {
 	if err != nil && !errors.Is(err, errNothingToCommit) {
 		return payoutkit.Payout{}, false, translate(ctx, "create payout", err)
 	}
-	return stored, created, nil
+	return op.stored, op.created, nil
 }
 
 // errNothingToCommit rolls back a transaction that succeeded without a change.
@@ -111,7 +126,7 @@ func (s *Store) SettlePayout(ctx context.Context, p payoutkit.Payout, ev payoutk
 		err = s.writer().QueryRowContext(ctx, s.q.pgSettlePayout, args...).Scan(&n)
 		settled = n == 1
 	} else {
-		err = s.inTx(ctx, func(tx *sql.Tx) error {
+		err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			var amount int64
 			err := s.txQueryRow(ctx, tx, settlePayoutSQL, p.WorkspaceID, p.PayoutID, string(p.Status), p.TxID, p.FailureReason, s.ts(p.UpdatedAt)).Scan(&amount)
 			if errors.Is(err, sql.ErrNoRows) {

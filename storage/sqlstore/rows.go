@@ -34,6 +34,17 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return s.w.RunInTx(ctx, nil, func(_ context.Context, tx bun.Tx) error { return fn(tx.Tx) })
 }
 
+// writeTx runs fn as one atomic write, as inTx does, with fn's error rolling
+// back its changes and returned as is. On SQLite fn joins the committer's
+// next batch and runs with the committer's context; on PostgreSQL it runs
+// in a transaction of its own with ctx.
+func (s *Store) writeTx(ctx context.Context, fn txFunc) error {
+	if s.batch == nil {
+		return s.inTx(ctx, func(tx *sql.Tx) error { return fn(ctx, tx) })
+	}
+	return s.batch.do(ctx, fn)
+}
+
 // reader runs reads: SQLite's read pool, or PostgreSQL's pool.
 func (s *Store) reader() querier { return s.r.DB }
 
@@ -47,7 +58,8 @@ func (s *Store) writer() querier { return s.w.DB }
 // statement per connection by itself.)
 var (
 	preparedWrites = []string{insertPayoutSQL, debitSQL, insertLedgerSQL, insertEventSQL,
-		settlePayoutSQL, settleBalanceSQL, insertOrderSQL, payOrderSQL, creditSQL}
+		settlePayoutSQL, settleBalanceSQL, insertOrderSQL, payOrderSQL, creditSQL,
+		savepointSQL, releaseSQL, rollbackToSQL}
 	preparedReads = []string{selectPayoutSQL, selectOrderSQL, balanceSQL, apiKeySQL, workspaceSQL}
 )
 

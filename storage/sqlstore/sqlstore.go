@@ -16,7 +16,9 @@
 // On SQLite, writes go through one connection (so that write transactions,
 // begun IMMEDIATE, never fail on a stale snapshot) beside a pool of read
 // connections, with the WAL journal and synchronous=FULL, so that an
-// acknowledged write survives a crash. On PostgreSQL, the money movements are
+// acknowledged write survives a crash. The money movements are group
+// committed: concurrent ones share a transaction, each in its own
+// savepoint, and so share its fsync (see committer). On PostgreSQL, the money movements are
 // single statements (data-modifying CTEs), and dispatchers on several
 // instances claim outbox events with SELECT ... FOR UPDATE SKIP LOCKED.
 package sqlstore
@@ -63,6 +65,8 @@ type Store struct {
 	q    *queries
 	// wstmts and rstmts are SQLite's prepared statements, by their SQL.
 	wstmts, rstmts map[string]*sql.Stmt
+	// batch group-commits SQLite's money movements; nil on PostgreSQL.
+	batch *committer
 }
 
 var _ payoutkit.Store = (*Store)(nil)
@@ -142,11 +146,18 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		_ = s.Close()
 		return nil, err
 	}
+	if !s.pg() {
+		s.batch = newCommitter(s)
+	}
 	return s, nil
 }
 
-// Close closes the store's connections.
+// Close closes the store's connections. Writes still waiting for their turn
+// fail with ErrClosed, as do writes after Close.
 func (s *Store) Close() error {
+	if s.batch != nil {
+		s.batch.close()
+	}
 	var err error
 	for _, st := range s.wstmts {
 		err = errors.Join(err, st.Close())

@@ -1,0 +1,265 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// ErrClosed reports a write submitted to a Store after (or while) it was
+// closed. Nothing of that write was applied.
+var ErrClosed = errors.New("sqlstore: store is closed")
+
+// maxBatch bounds how many writes one SQLite transaction carries.
+const maxBatch = 256
+
+// Group commit. On SQLite every commit waits for one fsync of the WAL, and
+// the single writer connection commits one transaction at a time, so one
+// transaction per money movement caps the store at one movement per fsync.
+// The committer carries many of them in one transaction instead: it takes
+// the first write queued, adds whatever else is queued at that moment (no
+// timer: under no load a write waits for nothing, under load the writes
+// that queued during one commit make the next batch), runs each one inside
+// its own SAVEPOINT in arrival order, and commits once. A write that fails
+// (an overdraft, a replay, a settled payout) is rolled back to its savepoint
+// and answered on its own, without disturbing the others. Callers are
+// answered only after the COMMIT returned, so that every acknowledged write
+// is durable; when the COMMIT fails, every write of the batch gets the error.
+//
+// The writes of a batch run one after the other on the single writer
+// connection, as they did in their own transactions, so the database's
+// rules (the conditional debit, the unique ids) hold exactly as before.
+type committer struct {
+	db   *sql.DB
+	s    *Store
+	reqs chan *txRequest
+	// mu orders submissions against close: submit sends while holding the
+	// read lock, close sets closed under the write lock, so that no request
+	// enters reqs after the loop's last drain.
+	mu     sync.RWMutex
+	closed bool
+	quit   chan struct{} // closed by close
+	done   chan struct{} // closed when loop returns
+
+	// beforeCommit, when set (by tests), runs before each COMMIT; its error
+	// stands for the COMMIT's.
+	beforeCommit atomic.Pointer[func(n int) error]
+	// batches and writes count the transactions committed (or attempted)
+	// and the writes they carried.
+	batches, writes atomic.Int64
+}
+
+// txFunc is one write. It runs in tx with ctx, which is the committer's
+// context, not the caller's: a caller that gives up must not interrupt the
+// statements of a batch shared with other callers. It returns nil to keep
+// its changes, or an error to have them rolled back and reported.
+type txFunc func(ctx context.Context, tx *sql.Tx) error
+
+// Request states: a queued request is either taken into a batch by the
+// committer or abandoned by its caller, whichever comes first.
+const (
+	reqQueued int32 = iota
+	reqTaken
+	reqAbandoned
+)
+
+type txRequest struct {
+	fn    txFunc
+	state atomic.Int32
+	err   error      // fn's result, set by the committer
+	done  chan error // the answer; buffered so that the committer never blocks
+}
+
+func newTxRequest(fn txFunc) *txRequest {
+	return &txRequest{fn: fn, done: make(chan error, 1)}
+}
+
+func newCommitter(s *Store) *committer {
+	c := &committer{
+		db:   s.w.DB,
+		s:    s,
+		reqs: make(chan *txRequest, 4*maxBatch),
+		quit: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	go c.loop()
+	return c
+}
+
+// do runs fn in the next batch and returns its error, or the batch's. A
+// request whose ctx ends before the committer takes it is dropped with
+// ctx's error and changes nothing; once taken, it completes and do waits for
+// its true answer.
+func (c *committer) do(ctx context.Context, fn txFunc) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := newTxRequest(fn)
+	c.mu.RLock()
+	if c.closed {
+		c.mu.RUnlock()
+		return ErrClosed
+	}
+	select {
+	case c.reqs <- r:
+	case <-ctx.Done():
+		c.mu.RUnlock()
+		return ctx.Err()
+	}
+	c.mu.RUnlock()
+	select {
+	case err := <-r.done:
+		return err
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(reqQueued, reqAbandoned) {
+			return ctx.Err()
+		}
+		return <-r.done // in a batch already: it completes, wait for it
+	}
+}
+
+// close stops the committer: the batch in progress completes, requests
+// still queued fail with ErrClosed, later ones too. It returns when the
+// committer's goroutine has ended.
+func (c *committer) close() {
+	c.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		close(c.quit)
+	}
+	c.mu.Unlock()
+	<-c.done
+}
+
+func (c *committer) loop() {
+	defer close(c.done)
+	batch := make([]*txRequest, 0, maxBatch)
+	for {
+		select {
+		case r := <-c.reqs:
+			batch = c.take(batch[:0], r)
+		drain:
+			for len(batch) < maxBatch {
+				select {
+				case r := <-c.reqs:
+					batch = c.take(batch, r)
+				default:
+					break drain
+				}
+			}
+			if len(batch) > 0 {
+				c.run(batch)
+			}
+			clear(batch) // let the requests go
+		case <-c.quit:
+			// No request enters reqs any more (closed is set): fail
+			// those still queued.
+			for {
+				select {
+				case r := <-c.reqs:
+					if r.state.CompareAndSwap(reqQueued, reqTaken) {
+						r.done <- ErrClosed
+					}
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// take adds r to batch unless its caller has given up on it.
+func (c *committer) take(batch []*txRequest, r *txRequest) []*txRequest {
+	if r.state.CompareAndSwap(reqQueued, reqTaken) {
+		batch = append(batch, r)
+	}
+	return batch
+}
+
+// Savepoint statements, prepared with the other writes.
+const (
+	savepointSQL  = `SAVEPOINT w`
+	releaseSQL    = `RELEASE w`
+	rollbackToSQL = `ROLLBACK TO w`
+)
+
+// run applies batch in one transaction and answers every request in it.
+func (c *committer) run(batch []*txRequest) {
+	c.batches.Add(1)
+	c.writes.Add(int64(len(batch)))
+	ctx := context.Background()
+	fail := func(err error) {
+		for _, r := range batch {
+			r.done <- err
+		}
+	}
+	tx, err := c.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
+	if err != nil {
+		fail(err)
+		return
+	}
+	kept := 0
+	for _, r := range batch {
+		if _, err := c.s.txExec(ctx, tx, savepointSQL); err != nil {
+			_ = tx.Rollback()
+			fail(err)
+			return
+		}
+		r.err = apply(ctx, tx, r.fn)
+		step := releaseSQL
+		if r.err != nil {
+			step = rollbackToSQL
+		} else {
+			kept++
+		}
+		if _, err := c.s.txExec(ctx, tx, step); err != nil {
+			// SQLite rolls the whole transaction back on some errors
+			// (a full disk, an I/O error): the savepoint is gone, and so
+			// is every earlier write of the batch.
+			_ = tx.Rollback()
+			fail(err)
+			return
+		}
+		if r.err != nil {
+			if _, err := c.s.txExec(ctx, tx, releaseSQL); err != nil {
+				_ = tx.Rollback()
+				fail(err)
+				return
+			}
+		}
+	}
+	if kept == 0 { // nothing to keep: no COMMIT, no fsync
+		_ = tx.Rollback()
+	} else {
+		err = nil
+		if hook := c.beforeCommit.Load(); hook != nil {
+			err = (*hook)(len(batch))
+		}
+		if err == nil {
+			err = tx.Commit()
+		}
+		if err != nil {
+			_ = tx.Rollback()
+			fail(err)
+			return
+		}
+	}
+	for _, r := range batch {
+		r.done <- r.err
+	}
+}
+
+// apply runs fn, turning a panic into an error: a panic must not kill the
+// committer, which every writer depends on, and the savepoint undoes
+// whatever fn did before it.
+func apply(ctx context.Context, tx *sql.Tx, fn txFunc) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("sqlstore: panic in a write: %v", p)
+		}
+	}()
+	return fn(ctx, tx)
+}

@@ -1,0 +1,398 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/payoutkit/payoutkit"
+)
+
+// batchEnv is a SQLite store with a workspace funded with amount cents.
+type batchEnv struct {
+	t    *testing.T
+	s    *Store
+	path string
+	ws   string
+	seq  int
+}
+
+func newBatchEnv(t *testing.T, funds payoutkit.Amount) *batchEnv {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "batch.db")
+	s, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	eng, err := payoutkit.New(s, &payoutkit.Config{PasswordCost: bcrypt.MinCost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nw, err := eng.CreateWorkspace(t.Context(), payoutkit.CreateWorkspaceRequest{Name: "Batch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &batchEnv{t: t, s: s, path: path, ws: nw.Workspace.ID}
+	if funds > 0 {
+		if _, _, err := eng.CreateOrder(t.Context(), e.ws, payoutkit.CreateOrderRequest{OrderID: "fund", Amount: funds.String()}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := eng.MarkOrderPaid(t.Context(), e.ws, "fund"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e
+}
+
+// payout returns a payout and its event, as the engine would make them.
+func (e *batchEnv) payout(ws, id string, amount payoutkit.Amount) (payoutkit.Payout, payoutkit.Event) {
+	e.seq++
+	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC).Add(time.Duration(e.seq) * time.Millisecond)
+	p := payoutkit.Payout{
+		WorkspaceID: ws, PayoutID: id, Status: payoutkit.PayoutSubmitted, Amount: amount,
+		Asset: "USDT", Network: "TRON", Address: "T...", PayerID: "cust-1", CreatedAt: at, UpdatedAt: at,
+	}
+	ev := payoutkit.Event{
+		ID: fmt.Sprintf("evt_batch%020d", e.seq), WorkspaceID: ws, Type: payoutkit.EventPayoutSubmitted,
+		Subject: "payout:" + id, CreatedAt: at, Body: []byte(`{}`),
+		EventDelivery: payoutkit.EventDelivery{State: payoutkit.DeliveryPending, NextAttemptAt: at},
+	}
+	return p, ev
+}
+
+func (e *batchEnv) audit() payoutkit.Audit {
+	e.t.Helper()
+	a, err := e.s.Audit(context.Background(), e.ws)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := a.Check(); err != nil {
+		e.t.Fatal(err)
+	}
+	return a
+}
+
+// hold takes the writer connection, so that the committer blocks at its
+// next BEGIN, and returns the function that gives it back.
+func (e *batchEnv) hold() (release func()) {
+	e.t.Helper()
+	conn, err := e.s.w.DB.Conn(e.t.Context())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() { once.Do(func() { conn.Close() }) }
+	e.t.Cleanup(release)
+	return release
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// One batch, built by hand, mixes successes, overdrafts, replays, a taken
+// id with other values, an unknown workspace and a panic: each caller gets
+// its own answer, and the successes are committed together.
+func TestBatchMixedAnswers(t *testing.T) {
+	e := newBatchEnv(t, 1000) // 10.00
+	type call struct {
+		name        string
+		op          *createPayoutOp
+		wantErr     error
+		wantCreated bool
+		wantAmount  payoutkit.Amount // of the payout returned
+	}
+	mk := func(name, ws, id string, amount payoutkit.Amount, wantErr error, wantCreated bool, wantAmount payoutkit.Amount) call {
+		p, ev := e.payout(ws, id, amount)
+		return call{name, &createPayoutOp{s: e.s, p: p, ev: ev}, wantErr, wantCreated, wantAmount}
+	}
+	calls := []call{
+		mk("first", e.ws, "po-a", 600, nil, true, 600),
+		mk("overdraft", e.ws, "po-b", 600, payoutkit.ErrInsufficientBalance, false, 0),
+		mk("replay of first in the same batch", e.ws, "po-a", 600, nil, false, 600),
+		mk("taken id, other amount", e.ws, "po-a", 100, nil, false, 600),
+		mk("unknown workspace", "ws_nope", "po-x", 100, payoutkit.ErrNotFound, false, 0),
+		mk("exactly the rest", e.ws, "po-c", 400, nil, true, 400),
+		mk("overdraft at zero", e.ws, "po-d", 1, payoutkit.ErrInsufficientBalance, false, 0),
+		mk("overdrafted id retried", e.ws, "po-b", 600, payoutkit.ErrInsufficientBalance, false, 0),
+	}
+	var reqs []*txRequest
+	for _, c := range calls {
+		reqs = append(reqs, newTxRequest(c.op.run))
+	}
+	panicky := newTxRequest(func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE balances SET available = available + 100000 WHERE workspace_id = $1`, e.ws); err != nil {
+			return err
+		}
+		panic("boom")
+	})
+	reqs = append(reqs[:3], append([]*txRequest{panicky}, reqs[3:]...)...)
+	before := e.s.batch.batches.Load()
+	e.s.batch.run(reqs)
+	if n := e.s.batch.batches.Load() - before; n != 1 {
+		t.Fatalf("%d transactions; want 1", n)
+	}
+	if err := <-panicky.done; err == nil {
+		t.Error("the panicking write reported no error")
+	}
+	for i, c := range calls {
+		r := reqs[i]
+		if i >= 3 {
+			r = reqs[i+1]
+		}
+		stored, created, err := c.op.result(t.Context(), <-r.done)
+		switch {
+		case !errors.Is(err, c.wantErr) || (err != nil) != (c.wantErr != nil):
+			t.Errorf("%s: err %v; want %v", c.name, err, c.wantErr)
+		case created != c.wantCreated || stored.Amount != c.wantAmount:
+			t.Errorf("%s: created %v, amount %v; want %v, %v", c.name, created, stored.Amount, c.wantCreated, c.wantAmount)
+		}
+	}
+	a := e.audit()
+	if a.Available != 0 || a.InProgress != 1000 || a.SubmittedPayouts != 1000 {
+		t.Fatalf("audit %+v; want available 0, in progress 10.00", a)
+	}
+	for _, id := range []string{"po-b", "po-d"} {
+		if _, err := e.s.Payout(t.Context(), e.ws, id); !errors.Is(err, payoutkit.ErrNotFound) {
+			t.Errorf("refused payout %s: %v; want ErrNotFound", id, err)
+		}
+	}
+}
+
+// Many callers race for a balance that covers exactly n of them: exactly n
+// are accepted, in fewer transactions than payouts.
+func TestBatchConcurrentNoOverdraft(t *testing.T) {
+	const callers, n = 200, 37
+	e := newBatchEnv(t, n*100)
+	release := e.hold() // let every caller queue up first
+	b0, w0 := e.s.batch.batches.Load(), e.s.batch.writes.Load()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	accepted, refused := 0, 0
+	ops := make([]*createPayoutOp, callers)
+	for i := range callers {
+		p, ev := e.payout(e.ws, fmt.Sprintf("po-%d", i), 100)
+		ops[i] = &createPayoutOp{s: e.s, p: p, ev: ev}
+	}
+	for i := range callers {
+		wg.Go(func() {
+			_, created, err := e.s.CreatePayout(context.Background(), ops[i].p, ops[i].ev)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil && created:
+				accepted++
+			case errors.Is(err, payoutkit.ErrInsufficientBalance):
+				refused++
+			default:
+				t.Errorf("payout %d: created %v, %v", i, created, err)
+			}
+		})
+	}
+	waitFor(t, "the callers to queue", func() bool { return len(e.s.batch.reqs) >= callers/2 })
+	release()
+	wg.Wait()
+	if accepted != n || refused != callers-n {
+		t.Fatalf("accepted %d, refused %d; want %d, %d", accepted, refused, n, callers-n)
+	}
+	a := e.audit()
+	if a.Available != 0 || a.SubmittedPayouts != n*100 {
+		t.Fatalf("audit %+v", a)
+	}
+	batches, writes := e.s.batch.batches.Load()-b0, e.s.batch.writes.Load()-w0
+	t.Logf("%d writes in %d transactions", writes, batches)
+	if writes != callers || batches >= writes/4 {
+		t.Fatalf("%d writes in %d transactions; want %d writes in far fewer transactions", writes, batches, callers)
+	}
+}
+
+// A failed COMMIT fails every write of the batch, whatever each would have
+// answered, and leaves the money as it was; the store goes on working.
+func TestBatchCommitFailure(t *testing.T) {
+	e := newBatchEnv(t, 500)
+	errCommit := errors.New("injected commit failure")
+	fail := func(int) error { return errCommit }
+	e.s.batch.beforeCommit.Store(&fail)
+
+	var ops []*createPayoutOp
+	var reqs []*txRequest
+	for _, c := range []struct {
+		id     string
+		amount payoutkit.Amount
+	}{{"po-1", 200}, {"po-2", 900}, {"po-1", 200}, {"po-3", 300}} {
+		p, ev := e.payout(e.ws, c.id, c.amount)
+		op := &createPayoutOp{s: e.s, p: p, ev: ev}
+		ops = append(ops, op)
+		reqs = append(reqs, newTxRequest(op.run))
+	}
+	e.s.batch.run(reqs)
+	for i, op := range ops {
+		if _, _, err := op.result(t.Context(), <-reqs[i].done); !errors.Is(err, errCommit) {
+			t.Errorf("write %d (%s): %v; want the commit's error", i, op.p.PayoutID, err)
+		}
+	}
+	// The same through CreatePayout, from concurrent callers.
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			p, ev := ops[0].p, ops[0].ev
+			p.PayoutID, ev.ID = fmt.Sprintf("po-c%d", i), fmt.Sprintf("evt_c%d", i)
+			if _, _, err := e.s.CreatePayout(context.Background(), p, ev); !errors.Is(err, errCommit) {
+				t.Errorf("CreatePayout %d: %v; want the commit's error", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	a := e.audit()
+	if a.Available != 500 || a.SubmittedPayouts != 0 {
+		t.Fatalf("audit %+v; want nothing changed", a)
+	}
+
+	e.s.batch.beforeCommit.Store(nil)
+	for _, id := range []string{"po-1", "po-3"} {
+		p, ev := e.payout(e.ws, id, 200)
+		if _, created, err := e.s.CreatePayout(t.Context(), p, ev); err != nil || !created {
+			t.Fatalf("after the failure, %s: created %v, %v", id, created, err)
+		}
+	}
+	if a := e.audit(); a.Available != 100 {
+		t.Fatalf("audit %+v; want available 1.00", a)
+	}
+}
+
+// A caller that gives up before its write is taken into a batch gets its
+// context's error and changes nothing; once taken, a write completes.
+func TestBatchCancelledBeforePickup(t *testing.T) {
+	e := newBatchEnv(t, 500)
+	release := e.hold()
+	b0 := e.s.batch.batches.Load()
+	first := make(chan error, 1)
+	go func() {
+		p, ev := e.payout(e.ws, "po-taken", 100)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			// cancelled once taken: it completes all the same
+			for e.s.batch.batches.Load() == b0 {
+				time.Sleep(time.Millisecond)
+			}
+			cancel()
+		}()
+		_, _, err := e.s.CreatePayout(ctx, p, ev)
+		first <- err
+	}()
+	waitFor(t, "the first write to be taken", func() bool { return e.s.batch.batches.Load() > b0 })
+
+	p, ev := e.payout(e.ws, "po-dropped", 100)
+	ctx, cancel := context.WithCancel(t.Context())
+	second := make(chan error, 1)
+	go func() {
+		_, _, err := e.s.CreatePayout(ctx, p, ev)
+		second <- err
+	}()
+	waitFor(t, "the second write to queue", func() bool { return len(e.s.batch.reqs) == 1 })
+	cancel()
+	select {
+	case err := <-second:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled write: %v; want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a cancelled write waited for the committer")
+	}
+	release()
+	if err := <-first; err != nil {
+		t.Fatalf("taken write: %v", err)
+	}
+	if _, err := e.s.Payout(t.Context(), e.ws, "po-taken"); err != nil {
+		t.Fatalf("taken write: %v", err)
+	}
+	// The dropped one is skipped by the committer: still no such payout
+	// after another write went through.
+	p, ev = e.payout(e.ws, "po-after", 100)
+	if _, _, err := e.s.CreatePayout(t.Context(), p, ev); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.Payout(t.Context(), e.ws, "po-dropped"); !errors.Is(err, payoutkit.ErrNotFound) {
+		t.Fatalf("dropped write: %v; want ErrNotFound", err)
+	}
+	if a := e.audit(); a.Available != 300 {
+		t.Fatalf("audit %+v; want available 3.00", a)
+	}
+}
+
+// Close with writes queued returns, answers every caller (committed or
+// ErrClosed), leaves no goroutine behind and refuses later writes.
+func TestBatchCloseWithQueuedWrites(t *testing.T) {
+	goroutines := runtime.NumGoroutine()
+	e := newBatchEnv(t, 100000)
+	release := e.hold()
+	w0 := e.s.batch.writes.Load()
+	const callers = 50
+	results := make(chan error, callers)
+	for i := range callers {
+		p, ev := e.payout(e.ws, fmt.Sprintf("po-%d", i), 1)
+		go func() {
+			_, _, err := e.s.CreatePayout(context.Background(), p, ev)
+			results <- err
+		}()
+	}
+	waitFor(t, "the callers to queue", func() bool { // behind the batch blocked at BEGIN
+		return len(e.s.batch.reqs)+int(e.s.batch.writes.Load()-w0) == callers
+	})
+	closed := make(chan error, 1)
+	go func() { closed <- e.s.Close() }()
+	waitFor(t, "Close to stop submissions", func() bool {
+		e.s.batch.mu.RLock()
+		defer e.s.batch.mu.RUnlock()
+		return e.s.batch.closed
+	})
+	release()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hangs")
+	}
+	committed := 0
+	for range callers {
+		switch err := <-results; {
+		case err == nil:
+			committed++
+		case !errors.Is(err, ErrClosed):
+			t.Errorf("queued write: %v; want nil or ErrClosed", err)
+		}
+	}
+	p, ev := e.payout(e.ws, "po-late", 1)
+	if _, _, err := e.s.CreatePayout(t.Context(), p, ev); !errors.Is(err, ErrClosed) || err.Error() != "sqlstore: store is closed" {
+		t.Fatalf("write after Close: %v; want ErrClosed", err)
+	}
+
+	s, err := Open(t.Context(), e.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	e.s = s
+	if a := e.audit(); a.SubmittedPayouts != payoutkit.Amount(committed) {
+		t.Fatalf("%d writes acknowledged, audit %+v", committed, a)
+	}
+	t.Logf("%d of %d queued writes committed before Close", committed, callers)
+	s.Close()
+	waitFor(t, "goroutines to settle", func() bool { return runtime.NumGoroutine() <= goroutines })
+}
