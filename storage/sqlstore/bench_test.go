@@ -20,9 +20,26 @@ func openBench(b *testing.B, dsn string) (*sqlstore.Store, error) {
 
 // benchStore is one store under benchmark, with a funded workspace.
 type benchStore struct {
-	name string
-	eng  *payoutkit.Engine
-	ws   string
+	name  string
+	store payoutkit.Store
+	eng   *payoutkit.Engine
+	ws    string
+}
+
+// reportBatches reports how many writes SQLite's committer put in one
+// transaction on average while f ran.
+func (st benchStore) reportBatches(b *testing.B, f func()) {
+	s, ok := st.store.(*sqlstore.Store)
+	if !ok || s.Dialect() != sqlstore.DialectSQLite {
+		f()
+		return
+	}
+	b0, w0 := sqlstore.BatchStats(s)
+	f()
+	b1, w1 := sqlstore.BatchStats(s)
+	if b1 > b0 {
+		b.ReportMetric(float64(w1-w0)/float64(b1-b0), "writes/commit")
+	}
 }
 
 // benchStores opens the stores to compare: memory, SQLite, and PostgreSQL
@@ -66,7 +83,7 @@ func benchStores(b *testing.B) []benchStore {
 		for j := range 10 {
 			fund(b, eng, nw.Workspace.ID, fmt.Sprintf("fund-%d", j), "1000000000.00")
 		}
-		out[i] = benchStore{name: st.name, eng: eng, ws: nw.Workspace.ID}
+		out[i] = benchStore{name: st.name, store: s, eng: eng, ws: nw.Workspace.ID}
 	}
 	return out
 }
@@ -86,8 +103,10 @@ func BenchmarkCreatePayout(b *testing.B) {
 			return err == nil
 		}
 		b.Run(st.name+"/serial", func(b *testing.B) {
-			for b.Loop() && create(b) {
-			}
+			st.reportBatches(b, func() {
+				for b.Loop() && create(b) {
+				}
+			})
 		})
 		// Group commit on SQLite batches whatever is queued when a commit
 		// ends, so it needs concurrent callers: an HTTP server has many.
@@ -98,9 +117,11 @@ func BenchmarkCreatePayout(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				b.SetParallelism(par)
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() && create(b) {
-					}
+				st.reportBatches(b, func() {
+					b.RunParallel(func(pb *testing.PB) {
+						for pb.Next() && create(b) {
+						}
+					})
 				})
 			})
 		}
