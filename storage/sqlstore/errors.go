@@ -81,6 +81,12 @@ func translate(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("sqlstore: %s: %w", op, err)
 }
 
+// isBusy reports whether err is SQLite's SQLITE_BUSY.
+func isBusy(err error) bool {
+	e, ok := errors.AsType[*sqlite.Error](err)
+	return ok && e.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
 // openError explains why a SQLite database could not be opened.
 func openError(path string, err error) error {
 	if e := openProblem(path, err); e != nil {

@@ -225,8 +225,20 @@ func openSQLite(ctx context.Context, dsn string, cfg config) (*Store, error) {
 		return nil, err
 	}
 	var mode string
-	if err := wdb.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		return fail(openError(path, err))
+	// The first connection runs the pragmas, journal_mode(WAL) among them.
+	// Switching a new database to WAL needs an exclusive lock, and when
+	// several processes open it at once SQLite may report SQLITE_BUSY there
+	// at once, without waiting under busy_timeout (waiting could deadlock):
+	// try again, as long as busy_timeout would have waited.
+	for deadline := time.Now().Add(cfg.busyTimeout); ; {
+		err := wdb.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode)
+		if err == nil {
+			break
+		}
+		if !isBusy(err) || time.Now().After(deadline) || ctx.Err() != nil {
+			return fail(openError(path, err))
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	if !strings.EqualFold(mode, "wal") {
 		return fail(fmt.Errorf("sqlstore: SQLite database %s cannot use the WAL journal (journal_mode is %q); in-memory databases are not supported", path, mode))
