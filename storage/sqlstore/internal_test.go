@@ -24,7 +24,7 @@ func TestSQLitePragmas(t *testing.T) {
 			t.Errorf("PRAGMA %s = %s; want %s", pragma, got, want)
 		}
 	}
-	for _, c := range [][2]string{{"journal_mode", "wal"}, {"synchronous", "2"}, {"foreign_keys", "1"}, {"busy_timeout", "5000"}, {"query_only", "0"}} {
+	for _, c := range [][2]string{{"journal_mode", "wal"}, {"synchronous", "2"}, {"foreign_keys", "1"}, {"busy_timeout", "5000"}, {"query_only", "0"}, {"temp_store", "2"}} {
 		check(s.writer(), c[0], c[1])
 	}
 	for _, c := range [][2]string{{"journal_mode", "wal"}, {"foreign_keys", "1"}, {"busy_timeout", "5000"}, {"query_only", "1"}} {
