@@ -22,7 +22,7 @@ const (
 
 // CreateOrder implements payoutkit.OrderStore.
 func (s *Store) CreateOrder(ctx context.Context, o payoutkit.Order) (payoutkit.Order, bool, error) {
-	res, err := s.exec(ctx, insertOrderSQL,
+	res, err := s.writeExec(ctx, insertOrderSQL,
 		o.WorkspaceID, o.OrderID, string(o.Status), int64(o.Amount), o.PayerID, o.Description,
 		s.ts(o.CreatedAt), s.ts(o.UpdatedAt), s.ts(o.PaidAt))
 	if err != nil {

@@ -20,20 +20,21 @@ func (s *Store) ClaimEvents(ctx context.Context, owner string, now, leaseUntil t
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.writer().QueryContext(ctx, s.q.claimEvents, s.ts(now), s.ts(leaseUntil), limit, owner)
-	if err != nil {
-		return nil, translate(ctx, "claim events", err)
-	}
 	type claimed struct {
 		ev  payoutkit.Event
 		seq int64
 	}
-	got, err := collect(rows, func(sc scanner) (claimed, error) {
-		var c claimed
+	var got []claimed
+	err := s.writeRows(ctx, func(rows *sql.Rows) error {
 		var err error
-		c.ev, err = scanEvent(sc, &c.seq)
-		return c, err
-	})
+		got, err = collect(rows, func(sc scanner) (claimed, error) {
+			var c claimed
+			var err error
+			c.ev, err = scanEvent(sc, &c.seq)
+			return c, err
+		})
+		return err
+	}, s.q.claimEvents, s.ts(now), s.ts(leaseUntil), limit, owner)
 	if err != nil {
 		return nil, translate(ctx, "claim events", err)
 	}
@@ -61,7 +62,7 @@ func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.Del
 			recorded = n == 1
 		}
 	} else {
-		err = s.inTx(ctx, func(tx *sql.Tx) error {
+		err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			res, err := tx.ExecContext(ctx, `UPDATE events SET state = $3, attempts = $4, next_attempt_at = $5, last_error = $6,
 				lease_owner = NULL, lease_until = NULL
 				WHERE id = $1 AND lease_owner = $2 AND state = 'pending'`, eventArgs...)

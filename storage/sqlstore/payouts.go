@@ -189,20 +189,21 @@ func (s *Store) ClaimPayoutHandoffs(ctx context.Context, _ string, now, leaseUnt
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.writer().QueryContext(ctx, s.q.claimHandoffs, s.ts(now), s.ts(leaseUntil), limit)
-	if err != nil {
-		return nil, translate(ctx, "claim payout hand-offs", err)
-	}
 	type claimed struct {
 		p   payoutkit.Payout
 		seq int64
 	}
-	got, err := collect(rows, func(sc scanner) (claimed, error) {
-		var c claimed
+	var got []claimed
+	err := s.writeRows(ctx, func(rows *sql.Rows) error {
 		var err error
-		c.p, err = scanPayout(sc, &c.seq)
-		return c, err
-	})
+		got, err = collect(rows, func(sc scanner) (claimed, error) {
+			var c claimed
+			var err error
+			c.p, err = scanPayout(sc, &c.seq)
+			return c, err
+		})
+		return err
+	}, s.q.claimHandoffs, s.ts(now), s.ts(leaseUntil), limit)
 	if err != nil {
 		return nil, translate(ctx, "claim payout hand-offs", err)
 	}
@@ -217,7 +218,7 @@ func (s *Store) ClaimPayoutHandoffs(ctx context.Context, _ string, now, leaseUnt
 
 // MarkPayoutHandedOff implements payoutkit.PayoutStore.
 func (s *Store) MarkPayoutHandedOff(ctx context.Context, workspaceID, payoutID string, at time.Time) error {
-	res, err := s.writer().ExecContext(ctx, `UPDATE payouts SET handed_off_at = COALESCE(handed_off_at, $3), handoff_lease_until = NULL
+	res, err := s.writeExec(ctx, `UPDATE payouts SET handed_off_at = COALESCE(handed_off_at, $3), handoff_lease_until = NULL
 		WHERE workspace_id = $1 AND payout_id = $2`, workspaceID, payoutID, s.ts(at))
 	if err != nil {
 		return translate(ctx, "mark payout handed off", err)

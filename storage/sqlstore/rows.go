@@ -45,6 +45,42 @@ func (s *Store) writeTx(ctx context.Context, fn txFunc) error {
 	return s.batch.do(ctx, fn)
 }
 
+// writeExec runs a single write statement, prepared if it is one of
+// preparedWrites: on SQLite in the committer's next batch, on PostgreSQL on
+// its own.
+func (s *Store) writeExec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if s.batch == nil {
+		return s.exec(ctx, query, args...)
+	}
+	var res sql.Result
+	err := s.batch.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		res, err = s.txExec(ctx, tx, query, args...)
+		return err
+	})
+	return res, err
+}
+
+// writeRows runs a single write statement that returns rows (UPDATE ...
+// RETURNING) and hands them to read, which must consume and close them: on
+// SQLite in the committer's next batch, on PostgreSQL on its own.
+func (s *Store) writeRows(ctx context.Context, read func(*sql.Rows) error, query string, args ...any) error {
+	if s.batch == nil {
+		rows, err := s.writer().QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		return read(rows)
+	}
+	return s.batch.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		return read(rows)
+	})
+}
+
 // reader runs reads: SQLite's read pool, or PostgreSQL's pool.
 func (s *Store) reader() querier { return s.r.DB }
 

@@ -16,9 +16,12 @@
 // On SQLite, writes go through one connection (so that write transactions,
 // begun IMMEDIATE, never fail on a stale snapshot) beside a pool of read
 // connections, with the WAL journal and synchronous=FULL, so that an
-// acknowledged write survives a crash. The money movements are group
-// committed: concurrent ones share a transaction, each in its own
-// savepoint, and so share its fsync (see committer). On PostgreSQL, the money movements are
+// acknowledged write survives a crash. The writes that every payout makes
+// (its creation and settlement, order credits, the outbox and hand-off
+// claims, delivery attempts) are group committed: concurrent ones share a
+// transaction, each in its own savepoint, and so share its fsync (see
+// committer). Administrative writes (workspaces, keys, webhooks) keep
+// transactions of their own on the writer connection. On PostgreSQL, the money movements are
 // single statements (data-modifying CTEs), and dispatchers on several
 // instances claim outbox events with SELECT ... FOR UPDATE SKIP LOCKED.
 package sqlstore
