@@ -137,7 +137,7 @@ func TestCrashChild(t *testing.T) {
 	fund(t, eng, ws, "fund-"+round, "1000000.00")
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for g := range 4 {
+	for g := range 16 { // enough to fill group-commit batches, so that kills land inside them
 		wg.Go(func() {
 			for i := 0; ; i++ {
 				id := fmt.Sprintf("r%s-g%d-%d", round, g, i)
