@@ -396,3 +396,33 @@ func TestBatchCloseWithQueuedWrites(t *testing.T) {
 	s.Close()
 	waitFor(t, "goroutines to settle", func() bool { return runtime.NumGoroutine() <= goroutines })
 }
+
+// The delivery loops' claims share the batches too: a claim whose COMMIT
+// fails reports the error and leases nothing, and a claim returns only
+// rows that are committed.
+func TestBatchClaimCommitFailure(t *testing.T) {
+	e := newBatchEnv(t, 500)
+	p, ev := e.payout(e.ws, "po-1", 100)
+	if _, _, err := e.s.CreatePayout(t.Context(), p, ev); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Add(48 * time.Hour) // after the events' times, which the helper fixes
+	errCommit := errors.New("injected commit failure")
+	fail := func(int) error { return errCommit }
+	e.s.batch.beforeCommit.Store(&fail)
+	if _, err := e.s.ClaimEvents(t.Context(), "d1", now, now.Add(time.Minute), 10); !errors.Is(err, errCommit) {
+		t.Fatalf("ClaimEvents: %v; want the commit's error", err)
+	}
+	if _, err := e.s.ClaimPayoutHandoffs(t.Context(), "h1", now, now.Add(time.Minute), 10); !errors.Is(err, errCommit) {
+		t.Fatalf("ClaimPayoutHandoffs: %v; want the commit's error", err)
+	}
+	e.s.batch.beforeCommit.Store(nil)
+	evs, err := e.s.ClaimEvents(t.Context(), "d2", now, now.Add(time.Minute), 10)
+	if err != nil || len(evs) != 2 { // order.paid, payout.submitted
+		t.Fatalf("ClaimEvents after the failure: %d events, %v; want 2", len(evs), err)
+	}
+	ps, err := e.s.ClaimPayoutHandoffs(t.Context(), "h2", now, now.Add(time.Minute), 10)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("ClaimPayoutHandoffs after the failure: %d payouts, %v; want 1", len(ps), err)
+	}
+}
