@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/payoutkit/payoutkit/storage/sqlstore/sqltest"
+
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/storage/memstore"
 	"github.com/payoutkit/payoutkit/storage/sqlstore"
@@ -64,7 +66,7 @@ func benchStores(b *testing.B) []benchStore {
 			name string
 			open func() payoutkit.Store
 		}{"postgres", func() payoutkit.Store {
-			s, err := openBench(b, freshSchema(b, dsn))
+			s, err := openBench(b, sqltest.FreshSchema(b, dsn))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payoutkit/payoutkit/storage/sqlstore/sqltest"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/payoutkit/payoutkit"
@@ -22,7 +24,7 @@ func forEachDialect(t *testing.T, f func(t *testing.T, s *sqlstore.Store)) {
 		f(t, s)
 	})
 	t.Run("Postgres", func(t *testing.T) {
-		s := openPostgres(t, freshSchema(t, postgresDSN(t)))
+		s := openPostgres(t, sqltest.Postgres(t))
 		t.Cleanup(func() { s.Close() })
 		f(t, s)
 	})

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payoutkit/payoutkit/storage/sqlstore/sqltest"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/crypto/bcrypt"
@@ -48,7 +50,7 @@ func payoutRequest(id, amount string) payoutkit.CreatePayoutRequest {
 // payouts against one balance: the database, not a process, refuses the
 // overdraft.
 func TestPostgresInstancesRace(t *testing.T) {
-	dsn := freshSchema(t, postgresDSN(t))
+	dsn := sqltest.Postgres(t)
 	stores := []*sqlstore.Store{openPostgres(t, dsn), openPostgres(t, dsn)}
 	engines := make([]*payoutkit.Engine, len(stores))
 	for i, s := range stores {
@@ -105,7 +107,7 @@ func TestPostgresInstancesRace(t *testing.T) {
 // same event, and a payout's later event is not claimed while its earlier
 // one is pending.
 func TestPostgresInstancesClaim(t *testing.T) {
-	dsn := freshSchema(t, postgresDSN(t))
+	dsn := sqltest.Postgres(t)
 	a, b := openPostgres(t, dsn), openPostgres(t, dsn)
 	t.Cleanup(func() { a.Close(); b.Close() })
 	eng := newEngine(t, a)
@@ -160,7 +162,7 @@ func TestPostgresInstancesClaim(t *testing.T) {
 // A store whose schema an administrator migrated runs with the privileges
 // to read and write rows, and no more: Open does not need CREATE.
 func TestPostgresLeastPrivilege(t *testing.T) {
-	admin := freshSchema(t, postgresDSN(t))
+	admin := sqltest.Postgres(t)
 	openPostgres(t, admin).Close()
 	u, err := url.Parse(admin)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payoutkit/payoutkit/storage/sqlstore/sqltest"
+
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/crypto/bcrypt"
 
@@ -116,7 +118,7 @@ func TestOpenErrors(t *testing.T) {
 	})
 
 	t.Run("PostgresNewerSchema", func(t *testing.T) {
-		dsn := freshSchema(t, postgresDSN(t))
+		dsn := sqltest.Postgres(t)
 		openPostgres(t, dsn).Close()
 		conn, err := pgx.Connect(t.Context(), dsn)
 		if err != nil {
@@ -130,7 +132,7 @@ func TestOpenErrors(t *testing.T) {
 	})
 
 	t.Run("PostgresReadOnly", func(t *testing.T) {
-		dsn := freshSchema(t, postgresDSN(t))
+		dsn := sqltest.Postgres(t)
 		openPostgres(t, dsn).Close()
 		// A hot standby behaves the same: every transaction is read-only.
 		err := wantOpenError(t, dsn+"&default_transaction_read_only=on", "read-only")
@@ -192,7 +194,7 @@ func TestConcurrentOpen(t *testing.T) {
 		})
 	})
 	t.Run("Postgres", func(t *testing.T) {
-		dsn := freshSchema(t, postgresDSN(t))
+		dsn := sqltest.Postgres(t)
 		run(t, dsn, func() int {
 			conn, err := pgx.Connect(t.Context(), dsn)
 			if err != nil {
