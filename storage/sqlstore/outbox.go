@@ -1,11 +1,9 @@
 package sqlstore
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/payoutkit/payoutkit"
@@ -20,30 +18,12 @@ func (s *Store) ClaimEvents(ctx context.Context, owner string, now, leaseUntil t
 	if limit <= 0 {
 		return nil, nil
 	}
-	type claimed struct {
-		ev  payoutkit.Event
-		seq int64
-	}
-	var got []claimed
-	err := s.writeRows(ctx, func(rows *sql.Rows) error {
-		var err error
-		got, err = collect(rows, func(sc scanner) (claimed, error) {
-			var c claimed
-			var err error
-			c.ev, err = scanEvent(sc, &c.seq)
-			return c, err
-		})
-		return err
-	}, s.q.claimEvents, s.ts(now), s.ts(leaseUntil), limit, owner)
+	evs, err := claim(ctx, s, func(sc scanner, seq *int64) (payoutkit.Event, error) { return scanEvent(sc, seq) },
+		s.q.claimEvents, s.ts(now), s.ts(leaseUntil), limit, owner)
 	if err != nil {
 		return nil, translate(ctx, "claim events", err)
 	}
-	slices.SortFunc(got, func(a, b claimed) int { return cmp.Compare(a.seq, b.seq) }) // RETURNING promises no order
-	out := make([]payoutkit.Event, len(got))
-	for i, c := range got {
-		out[i] = c.ev
-	}
-	return out, nil
+	return evs, nil
 }
 
 const insertAttemptSQL = `INSERT INTO delivery_attempts (` + attemptCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7)`

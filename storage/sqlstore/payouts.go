@@ -1,12 +1,10 @@
 package sqlstore
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/payoutkit/payoutkit"
@@ -189,31 +187,12 @@ func (s *Store) ClaimPayoutHandoffs(ctx context.Context, _ string, now, leaseUnt
 	if limit <= 0 {
 		return nil, nil
 	}
-	type claimed struct {
-		p   payoutkit.Payout
-		seq int64
-	}
-	var got []claimed
-	err := s.writeRows(ctx, func(rows *sql.Rows) error {
-		var err error
-		got, err = collect(rows, func(sc scanner) (claimed, error) {
-			var c claimed
-			var err error
-			c.p, err = scanPayout(sc, &c.seq)
-			return c, err
-		})
-		return err
-	}, s.q.claimHandoffs, s.ts(now), s.ts(leaseUntil), limit)
+	ps, err := claim(ctx, s, func(sc scanner, seq *int64) (payoutkit.Payout, error) { return scanPayout(sc, seq) },
+		s.q.claimHandoffs, s.ts(now), s.ts(leaseUntil), limit)
 	if err != nil {
 		return nil, translate(ctx, "claim payout hand-offs", err)
 	}
-	// RETURNING promises no order.
-	slices.SortFunc(got, func(a, b claimed) int { return cmp.Compare(a.seq, b.seq) })
-	out := make([]payoutkit.Payout, len(got))
-	for i, c := range got {
-		out[i] = c.p
-	}
-	return out, nil
+	return ps, nil
 }
 
 // MarkPayoutHandedOff implements payoutkit.PayoutStore.

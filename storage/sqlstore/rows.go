@@ -1,9 +1,11 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -289,4 +291,33 @@ func collect[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) 
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// claim runs a claiming UPDATE … RETURNING on the write path and returns the
+// claimed rows oldest first (by seq): RETURNING promises no order.
+func claim[T any](ctx context.Context, s *Store, scan func(scanner, *int64) (T, error), query string, args ...any) ([]T, error) {
+	type claimed struct {
+		v   T
+		seq int64
+	}
+	var got []claimed
+	err := s.writeRows(ctx, func(rows *sql.Rows) error {
+		var err error
+		got, err = collect(rows, func(sc scanner) (claimed, error) {
+			var c claimed
+			var err error
+			c.v, err = scan(sc, &c.seq)
+			return c, err
+		})
+		return err
+	}, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(got, func(a, b claimed) int { return cmp.Compare(a.seq, b.seq) })
+	out := make([]T, len(got))
+	for i, c := range got {
+		out[i] = c.v
+	}
+	return out, nil
 }
