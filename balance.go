@@ -3,6 +3,7 @@ package payoutkit
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 )
 
@@ -62,4 +63,34 @@ type LedgerEntry struct {
 // Balance returns the workspace's available and in-progress amounts.
 func (e *Engine) Balance(ctx context.Context, workspaceID string) (Balance, error) {
 	return e.store.Balance(ctx, workspaceID)
+}
+
+// Customer is one payer_id of a workspace with the money that moved for it:
+// PaidIn is the sum of its paid orders, PaidOut of its completed payouts,
+// InProgress of its submitted payouts.
+type Customer struct {
+	WorkspaceID string
+	PayerID     string
+	PaidIn      Amount
+	PaidOut     Amount
+	InProgress  Amount
+	// FirstSeenAt is when money first moved for the customer.
+	FirstSeenAt time.Time
+}
+
+// Customers lists the workspace's customers, newest first.
+func (e *Engine) Customers(ctx context.Context, workspaceID string, page PageRequest) (Page[Customer], error) {
+	return listing(e.store.Customers(ctx, workspaceID, page))
+}
+
+// listing maps a store listing's errors: a malformed cursor is a 40000 on
+// cursor, an unknown workspace a 40400.
+func listing[T any](p Page[T], err error) (Page[T], error) {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return Page[T]{}, errNotFound("workspace")
+	case errors.Is(err, ErrInvalidInput):
+		return Page[T]{}, invalidField("cursor", "is not a cursor of this listing")
+	}
+	return p, err
 }

@@ -58,6 +58,19 @@ type Config struct {
 	// PasswordCost is the bcrypt cost of staff passwords. Defaults to 12; tests
 	// may lower it to bcrypt.MinCost.
 	PasswordCost int
+	// SessionIdleTimeout ends a portal session unused for this long.
+	// Defaults to DefaultSessionIdleTimeout (12 hours).
+	SessionIdleTimeout time.Duration
+	// SessionMaxAge ends a portal session this long after its sign-in,
+	// however busy. Defaults to DefaultSessionMaxAge (7 days).
+	SessionMaxAge time.Duration
+	// SignInMaxFailures is how many failed sign-ins for one e-mail within
+	// SignInWindow lock that e-mail until the window has passed. Defaults to
+	// DefaultSignInMaxFailures (5).
+	SignInMaxFailures int
+	// SignInWindow is the window of SignInMaxFailures. Defaults to
+	// DefaultSignInWindow (15 minutes).
+	SignInWindow time.Duration
 }
 
 func (c *Config) withDefaults() *Config {
@@ -74,6 +87,18 @@ func (c *Config) withDefaults() *Config {
 	if out.PasswordCost == 0 {
 		out.PasswordCost = 12
 	}
+	if out.SessionIdleTimeout <= 0 {
+		out.SessionIdleTimeout = DefaultSessionIdleTimeout
+	}
+	if out.SessionMaxAge <= 0 {
+		out.SessionMaxAge = DefaultSessionMaxAge
+	}
+	if out.SignInMaxFailures <= 0 {
+		out.SignInMaxFailures = DefaultSignInMaxFailures
+	}
+	if out.SignInWindow <= 0 {
+		out.SignInWindow = DefaultSignInWindow
+	}
 	return &out
 }
 
@@ -86,6 +111,10 @@ type Engine struct {
 	now       func() time.Time
 	log       *slog.Logger
 	pwCost    int
+	// The portal's session and sign-in rules.
+	sessionIdle, sessionMaxAge time.Duration
+	signInMaxFailures          int
+	signInWindow               time.Duration
 	// dummyHash is compared against when a sign-in names an unknown e-mail,
 	// so that both failures cost one bcrypt comparison.
 	dummyHash func() []byte
@@ -113,6 +142,11 @@ func New(store Store, cfg *Config) (*Engine, error) {
 		now:       cfg.Now,
 		log:       cfg.Logger,
 		pwCost:    cfg.PasswordCost,
+
+		sessionIdle:       cfg.SessionIdleTimeout,
+		sessionMaxAge:     cfg.SessionMaxAge,
+		signInMaxFailures: cfg.SignInMaxFailures,
+		signInWindow:      cfg.SignInWindow,
 		dummyHash: sync.OnceValue(func() []byte {
 			h, _ := bcrypt.GenerateFromPassword([]byte(randomBase62(20)), cfg.PasswordCost)
 			return h

@@ -21,6 +21,7 @@ type Store interface {
 	OrderStore
 	LedgerStore
 	Outbox
+	StaffStore
 	Close() error
 }
 
@@ -74,8 +75,8 @@ type PayoutStore interface {
 	SettlePayout(ctx context.Context, p Payout, ev Event) error
 	// Payout returns one payout of the workspace.
 	Payout(ctx context.Context, workspaceID, payoutID string) (Payout, error)
-	// Payouts lists the workspace's payouts, newest first.
-	Payouts(ctx context.Context, workspaceID string, page PageRequest) (Page[Payout], error)
+	// Payouts lists the workspace's payouts that match f, newest first.
+	Payouts(ctx context.Context, workspaceID string, f PayoutFilter, page PageRequest) (Page[Payout], error)
 	// ClaimPayoutHandoffs leases up to limit submitted payouts that have not
 	// been handed to the processor (or whose earlier lease expired) to owner
 	// until leaseUntil, oldest first.
@@ -109,6 +110,10 @@ type LedgerStore interface {
 	// Audit recomputes the workspace's money from its rows, in one consistent
 	// read, so that callers can prove the balance invariants.
 	Audit(ctx context.Context, workspaceID string) (Audit, error)
+	// Customers lists the workspace's customers (payer_ids that money moved
+	// for), newest first by the first movement. Their sums change in the
+	// same transaction as the payout or order that moves them.
+	Customers(ctx context.Context, workspaceID string, page PageRequest) (Page[Customer], error)
 }
 
 // Outbox holds events until they are delivered. Events enter it only through
@@ -128,10 +133,63 @@ type Outbox interface {
 	Events(ctx context.Context, workspaceID string, page PageRequest) (Page[Event], error)
 	// Event returns one event of the workspace.
 	Event(ctx context.Context, workspaceID, eventID string) (Event, error)
+	// SubjectEvents lists the workspace's events of one subject
+	// ("payout:<id>"), oldest first.
+	SubjectEvents(ctx context.Context, workspaceID, subject string) ([]Event, error)
 	// DeliveryAttempts lists an event's attempts, oldest first.
 	DeliveryAttempts(ctx context.Context, workspaceID, eventID string) ([]DeliveryAttempt, error)
 	// ResendEvent makes a failed or delivered event pending again, due at now.
 	ResendEvent(ctx context.Context, workspaceID, eventID string, now time.Time) error
+}
+
+// StaffStore keeps staff logins, their portal sessions and the sign-in
+// failures that throttle guessing. Sessions and failures live in the store,
+// not in a process, so that every instance sharing it sees a sign-out, a
+// removed user or a locked e-mail at once.
+type StaffStore interface {
+	// InsertStaffUser stores a staff user; a taken e-mail is ErrConflict, an
+	// unknown workspace ErrNotFound.
+	InsertStaffUser(ctx context.Context, u StaffUser) error
+	// DeleteStaffUser deletes the workspace's staff user with the given
+	// e-mail and every session of theirs, atomically, and returns how many
+	// users it deleted (0 or 1).
+	DeleteStaffUser(ctx context.Context, workspaceID, email string) (int, error)
+	// SetStaffPassword replaces a staff user's password hash and ends every
+	// session of theirs except keep (a session's TokenHash; zero keeps none),
+	// atomically.
+	SetStaffPassword(ctx context.Context, email, passwordHash string, keep [32]byte) error
+
+	// InsertStaffSession stores a new session.
+	InsertStaffSession(ctx context.Context, s StaffSession) error
+	// StaffSession returns the session with the given token hash.
+	StaffSession(ctx context.Context, tokenHash [32]byte) (StaffSession, error)
+	// TouchStaffSession records that the session was used at the given time.
+	TouchStaffSession(ctx context.Context, tokenHash [32]byte, at time.Time) error
+	// DeleteStaffSession ends one session; an unknown one is not an error.
+	DeleteStaffSession(ctx context.Context, tokenHash [32]byte) error
+	// PurgeStaffSessions deletes the sessions last seen before idleBefore or
+	// created before createdBefore, and the sign-in failure windows that
+	// started before failuresBefore, and returns how many sessions it deleted.
+	PurgeStaffSessions(ctx context.Context, idleBefore, createdBefore, failuresBefore time.Time) (int, error)
+
+	// SignInFailures returns the e-mail's current failure window (zero when
+	// there is none).
+	SignInFailures(ctx context.Context, email string) (SignInFailures, error)
+	// RecordSignInFailure counts one failed sign-in for the e-mail at the
+	// given time, atomically: in the current window if it started after
+	// at-window, otherwise in a new window starting at at. It returns the
+	// window after the change.
+	RecordSignInFailure(ctx context.Context, email string, at time.Time, window time.Duration) (SignInFailures, error)
+	// ClearSignInFailures forgets the e-mail's failures.
+	ClearSignInFailures(ctx context.Context, email string) error
+}
+
+// PayoutFilter narrows a payout listing. The zero value matches every payout.
+type PayoutFilter struct {
+	// Status keeps the payouts in this state; empty keeps all.
+	Status PayoutStatus
+	// PayerID keeps the payouts of this customer; empty keeps all.
+	PayerID string
 }
 
 // PageRequest asks for one page of a newest-first listing.
@@ -170,12 +228,17 @@ type Audit struct {
 	PaidOrders Amount
 	// SubmittedPayouts and CompletedPayouts are the sums of payouts in those states.
 	SubmittedPayouts, CompletedPayouts Amount
+	// PayerPaidOrders is the sum of paid orders that name a payer_id.
+	PayerPaidOrders Amount
+	// CustomersPaidIn, CustomersPaidOut and CustomersInProgress are the sums
+	// of the stored per-customer totals.
+	CustomersPaidIn, CustomersPaidOut, CustomersInProgress Amount
 }
 
 // Check returns an error describing the first broken invariant, or nil: the
 // available balance equals the ledger sum and paid orders minus submitted and
-// completed payouts, in-progress equals submitted payouts, and nothing is
-// negative.
+// completed payouts, in-progress equals submitted payouts, nothing is
+// negative, and the customers' totals add up to the same payouts and orders.
 func (a Audit) Check() error {
 	switch {
 	case a.Available < 0:
@@ -186,6 +249,12 @@ func (a Audit) Check() error {
 		return auditError("available differs from paid orders minus submitted and completed payouts", a)
 	case a.InProgress != a.SubmittedPayouts:
 		return auditError("in_progress differs from the sum of submitted payouts", a)
+	case a.CustomersInProgress != a.SubmittedPayouts:
+		return auditError("customers' in_progress differs from the sum of submitted payouts", a)
+	case a.CustomersPaidOut != a.CompletedPayouts:
+		return auditError("customers' paid_out differs from the sum of completed payouts", a)
+	case a.CustomersPaidIn != a.PayerPaidOrders:
+		return auditError("customers' paid_in differs from the sum of paid orders with a payer_id", a)
 	}
 	return nil
 }
@@ -202,5 +271,7 @@ func (e *AuditError) Error() string {
 	a := e.Audit
 	return "audit: " + e.Reason + " (available " + a.Available.String() + ", ledger " + a.LedgerSum.String() +
 		", in_progress " + a.InProgress.String() + ", paid orders " + a.PaidOrders.String() +
-		", submitted " + a.SubmittedPayouts.String() + ", completed " + a.CompletedPayouts.String() + ")"
+		", submitted " + a.SubmittedPayouts.String() + ", completed " + a.CompletedPayouts.String() +
+		", customers paid in " + a.CustomersPaidIn.String() + " of " + a.PayerPaidOrders.String() +
+		", customers paid out " + a.CustomersPaidOut.String() + ", customers in progress " + a.CustomersInProgress.String() + ")"
 }

@@ -156,10 +156,34 @@ func VerifySignature(secret string, body []byte, signature string) bool {
 
 // Events lists the workspace's events with their delivery state, newest first.
 func (e *Engine) Events(ctx context.Context, workspaceID string, page PageRequest) (Page[Event], error) {
-	if _, err := e.workspace(ctx, workspaceID); err != nil {
-		return Page[Event]{}, err
+	return listing(e.store.Events(ctx, workspaceID, page))
+}
+
+// EventLog is an event with its delivery attempts, oldest first.
+type EventLog struct {
+	Event
+	DeliveryAttempts []DeliveryAttempt
+}
+
+// PayoutEvents returns the events of one payout of the workspace, oldest
+// first, each with its delivery attempts. An unknown payout is ErrNotFound.
+func (e *Engine) PayoutEvents(ctx context.Context, workspaceID, payoutID string) ([]EventLog, error) {
+	if _, err := e.Payout(ctx, workspaceID, payoutID); err != nil {
+		return nil, err
 	}
-	return e.store.Events(ctx, workspaceID, page)
+	evs, err := e.store.SubjectEvents(ctx, workspaceID, payoutSubject(payoutID))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]EventLog, len(evs))
+	for i, ev := range evs {
+		attempts, err := e.store.DeliveryAttempts(ctx, workspaceID, ev.ID)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = EventLog{Event: ev, DeliveryAttempts: attempts}
+	}
+	return out, nil
 }
 
 // ResendEvent makes a failed (or delivered) event due again now; a running

@@ -24,6 +24,8 @@ type Store struct {
 	keys       map[string]*payoutkit.APIKey   // by prefix
 	events     map[string]*event              // by id
 	pending    []*event                       // pending events, oldest first
+	sessions   map[[32]byte]payoutkit.StaffSession
+	failures   map[string]payoutkit.SignInFailures // by e-mail
 }
 
 type workspace struct {
@@ -36,6 +38,14 @@ type workspace struct {
 	orderList  []*order
 	ledger     []ledgerEntry
 	eventList  []*event
+	customers  map[string]*customer
+	// customerList holds customers in order of their first movement.
+	customerList []*customer
+}
+
+type customer struct {
+	payoutkit.Customer
+	seq int64
 }
 
 type payout struct {
@@ -72,6 +82,8 @@ func New() *Store {
 		staff:      make(map[string]payoutkit.StaffUser),
 		keys:       make(map[string]*payoutkit.APIKey),
 		events:     make(map[string]*event),
+		sessions:   make(map[[32]byte]payoutkit.StaffSession),
+		failures:   make(map[string]payoutkit.SignInFailures),
 	}
 }
 
@@ -98,7 +110,9 @@ func (s *Store) CreateWorkspace(_ context.Context, ws payoutkit.Workspace, staff
 	if _, taken := s.staff[staff.Email]; taken {
 		return payoutkit.ErrConflict
 	}
-	s.workspaces[ws.ID] = &workspace{ws: ws, payouts: make(map[string]*payout), orders: make(map[string]*order)}
+	s.workspaces[ws.ID] = &workspace{
+		ws: ws, payouts: make(map[string]*payout), orders: make(map[string]*order), customers: make(map[string]*customer),
+	}
 	s.staff[staff.Email] = staff
 	s.keys[key.Prefix] = &key
 	return nil
@@ -254,6 +268,7 @@ func (s *Store) CreatePayout(_ context.Context, p payoutkit.Payout, ev payoutkit
 	row := &payout{Payout: p, seq: s.next()}
 	w.payouts[p.PayoutID] = row
 	w.payoutList = append(w.payoutList, row)
+	s.customer(w, p.PayerID, p.CreatedAt).InProgress += p.Amount
 	s.addLedger(w, payoutkit.LedgerPayoutDebit, -p.Amount, p.PayoutID, ev)
 	s.addEvent(w, ev)
 	return p, true, nil
@@ -276,6 +291,11 @@ func (s *Store) SettlePayout(_ context.Context, p payoutkit.Payout, ev payoutkit
 	}
 	row.Status, row.TxID, row.FailureReason, row.UpdatedAt = p.Status, p.TxID, p.FailureReason, p.UpdatedAt
 	w.balance.InProgress -= row.Amount
+	c := s.customer(w, row.PayerID, p.UpdatedAt)
+	c.InProgress -= row.Amount
+	if p.Status == payoutkit.PayoutCompleted {
+		c.PaidOut += row.Amount
+	}
 	if p.Status == payoutkit.PayoutFailed {
 		w.balance.Available += row.Amount
 		s.addLedger(w, payoutkit.LedgerPayoutRefund, row.Amount, p.PayoutID, ev)
@@ -300,14 +320,20 @@ func (s *Store) Payout(_ context.Context, workspaceID, payoutID string) (payoutk
 }
 
 // Payouts implements payoutkit.PayoutStore.
-func (s *Store) Payouts(_ context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Payout], error) {
+func (s *Store) Payouts(_ context.Context, workspaceID string, f payoutkit.PayoutFilter, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Payout], error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w, err := s.workspace(workspaceID)
 	if err != nil {
 		return payoutkit.Page[payoutkit.Payout]{}, err
 	}
-	return pageOf(w.payoutList, page, func(r *payout) (int64, payoutkit.Payout) { return r.seq, r.Payout })
+	rows := w.payoutList
+	if f != (payoutkit.PayoutFilter{}) {
+		rows = slices.DeleteFunc(slices.Clone(rows), func(r *payout) bool {
+			return f.Status != "" && r.Status != f.Status || f.PayerID != "" && r.PayerID != f.PayerID
+		})
+	}
+	return pageOf(rows, page, func(r *payout) (int64, payoutkit.Payout) { return r.seq, r.Payout })
 }
 
 // ClaimPayoutHandoffs implements payoutkit.PayoutStore.
@@ -381,6 +407,9 @@ func (s *Store) MarkOrderPaid(_ context.Context, o payoutkit.Order, ev payoutkit
 	}
 	row.Status, row.PaidAt, row.UpdatedAt = payoutkit.OrderPaid, o.PaidAt, o.UpdatedAt
 	w.balance.Available += row.Amount
+	if row.PayerID != "" {
+		s.customer(w, row.PayerID, o.PaidAt).PaidIn += row.Amount
+	}
 	s.addLedger(w, payoutkit.LedgerOrderCredit, row.Amount, o.OrderID, ev)
 	s.addEvent(w, ev)
 	return nil
@@ -449,7 +478,15 @@ func (s *Store) Audit(_ context.Context, workspaceID string) (payoutkit.Audit, e
 	for _, o := range w.orderList {
 		if o.Status == payoutkit.OrderPaid {
 			a.PaidOrders += o.Amount
+			if o.PayerID != "" {
+				a.PayerPaidOrders += o.Amount
+			}
 		}
+	}
+	for _, c := range w.customerList {
+		a.CustomersPaidIn += c.PaidIn
+		a.CustomersPaidOut += c.PaidOut
+		a.CustomersInProgress += c.InProgress
 	}
 	for _, p := range w.payoutList {
 		switch p.Status {
@@ -460,6 +497,29 @@ func (s *Store) Audit(_ context.Context, workspaceID string) (payoutkit.Audit, e
 		}
 	}
 	return a, nil
+}
+
+// Customers implements payoutkit.LedgerStore.
+func (s *Store) Customers(_ context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Customer], error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, err := s.workspace(workspaceID)
+	if err != nil {
+		return payoutkit.Page[payoutkit.Customer]{}, err
+	}
+	return pageOf(w.customerList, page, func(c *customer) (int64, payoutkit.Customer) { return c.seq, c.Customer })
+}
+
+// customer returns the workspace's customer row of payerID, adding it, first
+// seen at, when money moves for it the first time.
+func (s *Store) customer(w *workspace, payerID string, at time.Time) *customer {
+	c := w.customers[payerID]
+	if c == nil {
+		c = &customer{seq: s.next(), Customer: payoutkit.Customer{WorkspaceID: w.ws.ID, PayerID: payerID, FirstSeenAt: at}}
+		w.customers[payerID] = c
+		w.customerList = append(w.customerList, c)
+	}
+	return c
 }
 
 func (s *Store) addLedger(w *workspace, kind payoutkit.LedgerKind, amount payoutkit.Amount, ref string, ev payoutkit.Event) {
@@ -543,6 +603,23 @@ func (s *Store) Event(_ context.Context, workspaceID, eventID string) (payoutkit
 	return e.Event, nil
 }
 
+// SubjectEvents implements payoutkit.Outbox.
+func (s *Store) SubjectEvents(_ context.Context, workspaceID, subject string) ([]payoutkit.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, err := s.workspace(workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	var out []payoutkit.Event
+	for _, e := range w.eventList {
+		if e.Subject == subject {
+			out = append(out, e.Event)
+		}
+	}
+	return out, nil
+}
+
 // DeliveryAttempts implements payoutkit.Outbox.
 func (s *Store) DeliveryAttempts(_ context.Context, workspaceID, eventID string) ([]payoutkit.DeliveryAttempt, error) {
 	s.mu.Lock()
@@ -596,4 +673,149 @@ func pageOf[R, T any](rows []R, req payoutkit.PageRequest, item func(R) (int64, 
 		}
 	}
 	return page, nil
+}
+
+// InsertStaffUser implements payoutkit.StaffStore.
+func (s *Store) InsertStaffUser(_ context.Context, u payoutkit.StaffUser) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.workspace(u.WorkspaceID); err != nil {
+		return err
+	}
+	if _, taken := s.staff[u.Email]; taken {
+		return payoutkit.ErrConflict
+	}
+	s.staff[u.Email] = u
+	return nil
+}
+
+// DeleteStaffUser implements payoutkit.StaffStore.
+func (s *Store) DeleteStaffUser(_ context.Context, workspaceID, email string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.staff[email]
+	if !ok || u.WorkspaceID != workspaceID {
+		return 0, nil
+	}
+	delete(s.staff, email)
+	s.endSessions(email, [32]byte{})
+	return 1, nil
+}
+
+// SetStaffPassword implements payoutkit.StaffStore.
+func (s *Store) SetStaffPassword(_ context.Context, email, passwordHash string, keep [32]byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.staff[email]
+	if !ok {
+		return payoutkit.ErrNotFound
+	}
+	u.PasswordHash = passwordHash
+	s.staff[email] = u
+	s.endSessions(email, keep)
+	return nil
+}
+
+// endSessions deletes the staff user's sessions but keep.
+func (s *Store) endSessions(email string, keep [32]byte) {
+	for h, ss := range s.sessions {
+		if ss.StaffEmail == email && h != keep {
+			delete(s.sessions, h)
+		}
+	}
+}
+
+// InsertStaffSession implements payoutkit.StaffStore.
+func (s *Store) InsertStaffSession(_ context.Context, ss payoutkit.StaffSession) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if u, ok := s.staff[ss.StaffEmail]; !ok || u.WorkspaceID != ss.WorkspaceID {
+		return payoutkit.ErrNotFound
+	}
+	if _, taken := s.sessions[ss.TokenHash]; taken {
+		return payoutkit.ErrConflict
+	}
+	s.sessions[ss.TokenHash] = ss
+	return nil
+}
+
+// StaffSession implements payoutkit.StaffStore.
+func (s *Store) StaffSession(_ context.Context, tokenHash [32]byte) (payoutkit.StaffSession, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.sessions[tokenHash]
+	if !ok {
+		return payoutkit.StaffSession{}, payoutkit.ErrNotFound
+	}
+	return ss, nil
+}
+
+// TouchStaffSession implements payoutkit.StaffStore.
+func (s *Store) TouchStaffSession(_ context.Context, tokenHash [32]byte, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss, ok := s.sessions[tokenHash]; ok && at.After(ss.LastSeenAt) {
+		ss.LastSeenAt = at
+		s.sessions[tokenHash] = ss
+	}
+	return nil
+}
+
+// DeleteStaffSession implements payoutkit.StaffStore.
+func (s *Store) DeleteStaffSession(_ context.Context, tokenHash [32]byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.sessions, tokenHash)
+	return nil
+}
+
+// PurgeStaffSessions implements payoutkit.StaffStore.
+func (s *Store) PurgeStaffSessions(_ context.Context, idleBefore, createdBefore, failuresBefore time.Time) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for h, ss := range s.sessions {
+		if ss.LastSeenAt.Before(idleBefore) || ss.CreatedAt.Before(createdBefore) {
+			delete(s.sessions, h)
+			n++
+		}
+	}
+	for email, f := range s.failures {
+		if f.WindowStart.Before(failuresBefore) {
+			delete(s.failures, email)
+		}
+	}
+	return n, nil
+}
+
+// SignInFailures implements payoutkit.StaffStore.
+func (s *Store) SignInFailures(_ context.Context, email string) (payoutkit.SignInFailures, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.failures[email]
+	if !ok {
+		return payoutkit.SignInFailures{Email: email}, nil
+	}
+	return f, nil
+}
+
+// RecordSignInFailure implements payoutkit.StaffStore.
+func (s *Store) RecordSignInFailure(_ context.Context, email string, at time.Time, window time.Duration) (payoutkit.SignInFailures, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.failures[email]
+	if !ok || !f.WindowStart.After(at.Add(-window)) {
+		f = payoutkit.SignInFailures{Email: email, WindowStart: at}
+	}
+	f.Count++
+	s.failures[email] = f
+	return f, nil
+}
+
+// ClearSignInFailures implements payoutkit.StaffStore.
+func (s *Store) ClearSignInFailures(_ context.Context, email string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.failures, email)
+	return nil
 }

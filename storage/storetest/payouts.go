@@ -103,7 +103,7 @@ func testPayouts(t *testing.T, open Open) {
 			}
 		}
 		e.wantBalance(ws, "100.00", "0.00")
-		if page := must[payoutkit.Page[payoutkit.Payout]](t)(e.store.Payouts(e.ctx, ws, payoutkit.PageRequest{})); len(page.Items) != 0 {
+		if page := must[payoutkit.Page[payoutkit.Payout]](t)(e.store.Payouts(e.ctx, ws, payoutkit.PayoutFilter{}, payoutkit.PageRequest{})); len(page.Items) != 0 {
 			t.Fatalf("invalid requests stored %d payouts", len(page.Items))
 		}
 		// Several bad fields are all named.

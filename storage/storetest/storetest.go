@@ -29,6 +29,9 @@ func Run(t *testing.T, open Open) {
 	t.Run("Listing", func(t *testing.T) { testListing(t, open) })
 	t.Run("Outbox", func(t *testing.T) { testOutbox(t, open) })
 	t.Run("Handoffs", func(t *testing.T) { testHandoffs(t, open) })
+	t.Run("Filters", func(t *testing.T) { testFilters(t, open) })
+	t.Run("Customers", func(t *testing.T) { testCustomers(t, open) })
+	t.Run("Staff", func(t *testing.T) { testStaff(t, open) })
 }
 
 // env is one test's engine over a fresh store.

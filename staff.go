@@ -1,0 +1,247 @@
+package payoutkit
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// StaffSession is a staff user's signed-in portal session. The session's
+// token (the cookie's value) is never stored, only its SHA-256.
+type StaffSession struct {
+	TokenHash   [sha256.Size]byte
+	WorkspaceID string
+	StaffEmail  string
+	CreatedAt   time.Time
+	LastSeenAt  time.Time
+}
+
+// SignInFailures is one e-mail's window of failed sign-ins.
+type SignInFailures struct {
+	Email       string
+	Count       int
+	WindowStart time.Time // zero when there is no window
+}
+
+// SignInLockedError is the error of a sign-in refused because its e-mail
+// failed too often lately. RetryAfter is when the window passes.
+type SignInLockedError struct{ RetryAfter time.Duration }
+
+func (e *SignInLockedError) Error() string {
+	return fmt.Sprintf("too many failed sign-ins; try again in %s", e.RetryAfter.Round(time.Second))
+}
+
+// NewSession is a freshly started session. Token is the cookie's value:
+// hand it to the browser and forget it.
+type NewSession struct {
+	Token   string
+	Session StaffSession
+}
+
+// NewStaff is a freshly added staff login with its password, shown once.
+type NewStaff struct {
+	Email    string `json:"staff_email"`
+	Password string `json:"staff_password"`
+}
+
+// The defaults of the portal's session and sign-in rules (contract, section 8).
+const (
+	DefaultSessionIdleTimeout = 12 * time.Hour
+	DefaultSessionMaxAge      = 7 * 24 * time.Hour
+	DefaultSignInMaxFailures  = 5
+	DefaultSignInWindow       = 15 * time.Minute
+)
+
+// sessionTouchInterval bounds how often a session's last use is written, so
+// that checking a session stays a read.
+const sessionTouchInterval = time.Minute
+
+// minPasswordLen is the shortest staff password accepted; bcrypt reads no
+// more than maxPasswordLen bytes.
+const (
+	minPasswordLen = 12
+	maxPasswordLen = 72
+)
+
+// SignInSession checks a staff user's e-mail and password and starts a
+// portal session. A wrong pair is ErrUnauthorized, with the same message and
+// about the same cost whether or not the e-mail exists; an e-mail that
+// failed Config.SignInMaxFailures times within Config.SignInWindow is a
+// *SignInLockedError until the window has passed, even with the right
+// password.
+func (e *Engine) SignInSession(ctx context.Context, email, password string) (NewSession, error) {
+	email = strings.ToLower(strings.TrimSpace(email))
+	if len(email) > 254 || !isPrintable(email) {
+		email = "" // never stored as is; still costs a bcrypt comparison below
+	}
+	now := e.clock()
+	if email != "" {
+		f, err := e.store.SignInFailures(ctx, email)
+		if err != nil {
+			return NewSession{}, err
+		}
+		if err := e.locked(f, now); err != nil {
+			return NewSession{}, err
+		}
+	}
+	u, err := e.SignIn(ctx, email, password)
+	if errors.Is(err, ErrUnauthorized) {
+		if email != "" {
+			if _, rerr := e.store.RecordSignInFailure(ctx, email, now, e.signInWindow); rerr != nil {
+				return NewSession{}, rerr
+			}
+		}
+		return NewSession{}, err
+	} else if err != nil {
+		return NewSession{}, err
+	}
+	if err := e.store.ClearSignInFailures(ctx, email); err != nil {
+		return NewSession{}, err
+	}
+	// Sign-ins are rare: a good moment to forget what has expired.
+	if _, err := e.store.PurgeStaffSessions(ctx, now.Add(-e.sessionIdle), now.Add(-e.sessionMaxAge), now.Add(-e.signInWindow)); err != nil {
+		e.log.WarnContext(ctx, "purging expired staff sessions", "err", err)
+	}
+	token := newSessionToken()
+	s := StaffSession{
+		TokenHash: sha256.Sum256([]byte(token)), WorkspaceID: u.WorkspaceID, StaffEmail: u.Email,
+		CreatedAt: now, LastSeenAt: now,
+	}
+	if err := e.store.InsertStaffSession(ctx, s); err != nil {
+		return NewSession{}, err
+	}
+	return NewSession{Token: token, Session: s}, nil
+}
+
+func (e *Engine) locked(f SignInFailures, now time.Time) error {
+	if f.Count < e.signInMaxFailures {
+		return nil
+	}
+	if until := f.WindowStart.Add(e.signInWindow); now.Before(until) {
+		return &SignInLockedError{RetryAfter: until.Sub(now)}
+	}
+	return nil
+}
+
+// StaffSession returns the live session whose cookie value is token. An
+// unknown, ended or expired session (idle longer than
+// Config.SessionIdleTimeout, or older than Config.SessionMaxAge) is
+// ErrUnauthorized; an expired one is deleted.
+func (e *Engine) StaffSession(ctx context.Context, token string) (StaffSession, error) {
+	if token == "" || len(token) > 128 {
+		return StaffSession{}, newError(ErrUnauthorized, "no session")
+	}
+	hash := sha256.Sum256([]byte(token))
+	s, err := e.store.StaffSession(ctx, hash)
+	if errors.Is(err, ErrNotFound) {
+		return StaffSession{}, newError(ErrUnauthorized, "no session")
+	} else if err != nil {
+		return StaffSession{}, err
+	}
+	now := e.clock()
+	if now.Sub(s.LastSeenAt) >= e.sessionIdle || now.Sub(s.CreatedAt) >= e.sessionMaxAge {
+		if err := e.store.DeleteStaffSession(ctx, hash); err != nil {
+			e.log.WarnContext(ctx, "deleting an expired staff session", "err", err)
+		}
+		return StaffSession{}, newError(ErrUnauthorized, "session expired")
+	}
+	if now.Sub(s.LastSeenAt) >= sessionTouchInterval {
+		if err := e.store.TouchStaffSession(ctx, hash, now); err != nil {
+			e.log.WarnContext(ctx, "recording staff session use", "err", err)
+		} else {
+			s.LastSeenAt = now
+		}
+	}
+	return s, nil
+}
+
+// EndSession signs the session with the given token out, on every instance.
+func (e *Engine) EndSession(ctx context.Context, token string) error {
+	return e.store.DeleteStaffSession(ctx, sha256.Sum256([]byte(token)))
+}
+
+// AddStaff adds a staff login to the workspace with a random password,
+// returned once. An invalid or taken e-mail is a 40000 on staff_email.
+func (e *Engine) AddStaff(ctx context.Context, workspaceID, email string) (NewStaff, error) {
+	var v validation
+	email = strings.ToLower(email)
+	checkEmail(&v, email)
+	if err := v.err(); err != nil {
+		return NewStaff{}, err
+	}
+	if _, err := e.workspace(ctx, workspaceID); err != nil {
+		return NewStaff{}, err
+	}
+	password := randomBase62(20)
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), e.pwCost)
+	if err != nil {
+		return NewStaff{}, fmt.Errorf("hashing staff password: %w", err)
+	}
+	err = e.store.InsertStaffUser(ctx, StaffUser{WorkspaceID: workspaceID, Email: email, PasswordHash: string(hash), CreatedAt: e.clock()})
+	if errors.Is(err, ErrConflict) {
+		return NewStaff{}, invalidField("staff_email", "is already in use")
+	} else if err != nil {
+		return NewStaff{}, err
+	}
+	return NewStaff{Email: email, Password: password}, nil
+}
+
+// RemoveStaff deletes the workspace's staff login with the given e-mail and
+// ends their sessions on every instance. It returns how many logins it
+// removed (0 when the workspace has no such login).
+func (e *Engine) RemoveStaff(ctx context.Context, workspaceID, email string) (int, error) {
+	if _, err := e.workspace(ctx, workspaceID); err != nil {
+		return 0, err
+	}
+	return e.store.DeleteStaffUser(ctx, workspaceID, strings.ToLower(email))
+}
+
+// ChangePassword replaces the session's staff user's password after
+// checking the current one, and ends every other session of theirs. A wrong
+// current password is a 40000 on current_password; a new one must have
+// 12 to 72 bytes.
+func (e *Engine) ChangePassword(ctx context.Context, s StaffSession, current, next string) error {
+	var v validation
+	switch {
+	case len(next) < minPasswordLen:
+		v.add("new_password", fmt.Sprintf("must be at least %d characters", minPasswordLen))
+	case len(next) > maxPasswordLen:
+		v.add("new_password", fmt.Sprintf("must be at most %d bytes", maxPasswordLen))
+	}
+	if err := v.err(); err != nil {
+		return err
+	}
+	if _, err := e.SignIn(ctx, s.StaffEmail, current); errors.Is(err, ErrUnauthorized) {
+		return invalidField("current_password", "is not your current password")
+	} else if err != nil {
+		return err
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(next), e.pwCost)
+	if err != nil {
+		return fmt.Errorf("hashing staff password: %w", err)
+	}
+	return e.store.SetStaffPassword(ctx, s.StaffEmail, string(hash), s.TokenHash)
+}
+
+// newSessionToken returns 256 random bits, base64url without padding.
+func newSessionToken() string {
+	var b [32]byte
+	rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+func isPrintable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] == 0x7f {
+			return false
+		}
+	}
+	return true
+}
