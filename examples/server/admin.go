@@ -227,3 +227,35 @@ func listEvents(ctx context.Context, engine *payoutkit.Engine, ws string, stdout
 	}
 	return printJSON(stdout, out)
 }
+
+// staff adds a staff login (printing its password once) or removes one,
+// ending their portal sessions on every instance.
+func staff(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("staff "+sub, stderr)
+	dsn := fs.String("db", "./payoutkit.db", "database: a SQLite file `path` or a postgres:// URL")
+	ws := fs.String("workspace", "", "the workspace `id` (required)")
+	email := fs.String("email", "", "the staff user's `e-mail` (required)")
+	if err := parseFlags(fs, args, []string{"db"}); err != nil {
+		return err
+	}
+	if *ws == "" || *email == "" {
+		return usagef("staff %s: -workspace and -email are required", sub)
+	}
+	engine, done, err := adminEngine(ctx, *dsn, stderr)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if sub == "add" {
+		ns, err := engine.AddStaff(ctx, *ws, *email)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, ns)
+	}
+	n, err := engine.RemoveStaff(ctx, *ws, *email)
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, map[string]int{"removed": n})
+}

@@ -1,9 +1,10 @@
-// Command server is the standalone payoutkit server: the /v1 API over SQLite
-// or PostgreSQL, with webhook delivery, plus the admin commands that manage
-// workspaces, API keys and webhook destinations.
+// Command server is the standalone payoutkit server: the /v1 API and the
+// staff portal over SQLite or PostgreSQL, with webhook delivery, plus the
+// admin commands that manage workspaces, API keys, webhook destinations and
+// staff logins.
 //
 //	server [serve] [-addr :8080] [-db ./payoutkit.db] [-sandbox=true]
-//	       [-sandbox-settle-after 0] [-rate-limit 0]
+//	       [-sandbox-settle-after 0] [-rate-limit 0] [-portal=true]
 //	server workspace create -db <db> -name <name> [-webhook-url <url>] [-staff-email <email>]
 //	server keys create|reset|list -db <db> -workspace <id>
 //	server keys revoke -db <db> -workspace <id> -prefix <prefix>
@@ -11,6 +12,7 @@
 //	server webhook rotate-secret -db <db> -workspace <id>
 //	server webhook events -db <db> -workspace <id>
 //	server webhook resend -db <db> -workspace <id> -event <event id>
+//	server staff add|remove -db <db> -workspace <id> -email <e-mail>
 //
 // Every serve flag is also read from the environment as PAYOUTKIT_<NAME>
 // (upper case, dashes as underscores: PAYOUTKIT_SANDBOX_SETTLE_AFTER); a
@@ -60,7 +62,7 @@ func (e usageError) Error() string { return e.msg }
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
 const usage = `usage:
-  server [serve] [-addr :8080] [-db ./payoutkit.db] [-sandbox=true] [-sandbox-settle-after 0] [-rate-limit 0]
+  server [serve] [-addr :8080] [-db ./payoutkit.db] [-sandbox=true] [-sandbox-settle-after 0] [-rate-limit 0] [-portal=true]
   server workspace create -db <db> -name <name> [-webhook-url <url>] [-staff-email <email>]
   server keys create|reset|list -db <db> -workspace <id>
   server keys revoke -db <db> -workspace <id> -prefix <prefix>
@@ -68,6 +70,7 @@ const usage = `usage:
   server webhook rotate-secret -db <db> -workspace <id>
   server webhook events -db <db> -workspace <id>
   server webhook resend -db <db> -workspace <id> -event <event id>
+  server staff add|remove -db <db> -workspace <id> -email <e-mail>
 `
 
 // run runs one command. It is main without the process: tests call it.
@@ -89,6 +92,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return keys(ctx, sub, rest[1:], stdout, stderr)
 	case cmd == "webhook" && (sub == "set" || sub == "rotate-secret" || sub == "events" || sub == "resend"):
 		return webhook(ctx, sub, rest[1:], stdout, stderr)
+	case cmd == "staff" && (sub == "add" || sub == "remove"):
+		return staff(ctx, sub, rest[1:], stdout, stderr)
 	case cmd == "help" || cmd == "-h" || cmd == "-help" || cmd == "--help":
 		fmt.Fprint(stderr, usage)
 		return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/delivery"
 	"github.com/payoutkit/payoutkit/httpserver"
+	"github.com/payoutkit/payoutkit/portal"
 	"github.com/payoutkit/payoutkit/storage/sqlstore"
 )
 
@@ -40,6 +41,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	settleAfter := fs.Duration("sandbox-settle-after", 0, "complete sandbox payouts by themselves after this `duration` (0: only by hand)")
 	rateLimit := fs.Float64("rate-limit", 0, "requests per second allowed per API key (0: no limit)")
 	allowPrivate := fs.Bool("webhook-allow-private", false, "deliver webhooks to loopback and private addresses outside the sandbox too")
+	withPortal := fs.Bool("portal", true, "serve the staff portal at / beside /v1")
 	if err := parseFlags(fs, args, nil); err != nil {
 		return err
 	}
@@ -84,10 +86,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var handler http.Handler = httpserver.New(engine, httpserver.Options{
+		Logger: log, Sandbox: *sandbox, RateLimit: *rateLimit,
+	})
+	if *withPortal {
+		handler = mount(handler, portal.New(engine, portal.Options{Logger: log}))
+	}
 	srv := &http.Server{
-		Handler: httpserver.New(engine, httpserver.Options{
-			Logger: log, Sandbox: *sandbox, RateLimit: *rateLimit,
-		}),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -108,7 +114,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	log.Info("serving", "addr", ln.Addr().String(), "sandbox", *sandbox,
+	log.Info("serving", "addr", ln.Addr().String(), "sandbox", *sandbox, "portal", *withPortal,
 		"sandbox_settle_after", settleAfter.String(), "rate_limit", *rateLimit, "db", describeDSN(*dsn))
 	if listening != nil {
 		listening(ln.Addr())
@@ -130,6 +136,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// mount serves /v1 and everything under it with api, the rest with portal.
+func mount(api, portal http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/") {
+			api.ServeHTTP(w, r)
+			return
+		}
+		portal.ServeHTTP(w, r)
+	})
 }
 
 // bootstrap creates the first workspace of an empty database and prints it.

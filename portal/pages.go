@@ -1,0 +1,195 @@
+package portal
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/payoutkit/payoutkit"
+)
+
+// pageSize is the number of rows of every list page.
+const pageSize = 50
+
+// dashboardRows is the number of recent withdrawals on the dashboard.
+const dashboardRows = 10
+
+// pager is the link to a list's next page, empty on the last page.
+type pager struct{ Next string }
+
+// nextPage links the current URL with cursor set to next (none when next
+// is empty), keeping the other parameters.
+func nextPage(r *request, next string) pager {
+	if next == "" {
+		return pager{}
+	}
+	q := r.URL.Query()
+	q.Set("cursor", next)
+	return pager{Next: r.URL.Path + "?" + q.Encode()}
+}
+
+func pageRequest(r *request) payoutkit.PageRequest {
+	return payoutkit.PageRequest{Limit: pageSize, Cursor: r.URL.Query().Get("cursor")}
+}
+
+type dashboardView struct {
+	Balance payoutkit.Balance
+	Recent  []payoutkit.Payout
+	More    bool
+}
+
+func (h *Handler) dashboard(w http.ResponseWriter, r *request) {
+	ws := r.session.WorkspaceID
+	b, err := h.svc.Balance(r.Context(), ws)
+	if err != nil {
+		h.engineError(w, r.Request, err)
+		return
+	}
+	recent, err := h.svc.Payouts(r.Context(), ws, payoutkit.PayoutFilter{}, payoutkit.PageRequest{Limit: dashboardRows})
+	if err != nil {
+		h.engineError(w, r.Request, err)
+		return
+	}
+	h.renderPage(w, r, http.StatusOK, "dashboard", page{
+		Title: "Dashboard", Section: "dashboard",
+		Data: dashboardView{Balance: b, Recent: recent.Items, More: recent.Next != ""},
+	})
+}
+
+type paymentsView struct {
+	Orders []payoutkit.Order
+	pager
+}
+
+func (h *Handler) payments(w http.ResponseWriter, r *request) {
+	list, err := h.svc.Orders(r.Context(), r.session.WorkspaceID, pageRequest(r))
+	if err != nil {
+		h.engineError(w, r.Request, err)
+		return
+	}
+	h.renderPage(w, r, http.StatusOK, "payments", page{
+		Title: "Payments", Section: "payments",
+		Data: paymentsView{Orders: list.Items, pager: nextPage(r, list.Next)},
+	})
+}
+
+type withdrawalsView struct {
+	Status string
+	Q      string
+	Tabs   []tab
+	// Exact is the payout whose payout_id is Q, shown above Q's payouts as
+	// a payer.
+	Exact   *payoutkit.Payout
+	Payouts []payoutkit.Payout
+	Fields  form
+	pager
+}
+
+type tab struct {
+	Label, URL string
+	Active     bool
+}
+
+var statusTabs = []struct{ label, status string }{
+	{"All", ""}, {"Submitted", "submitted"}, {"Completed", "completed"}, {"Failed", "failed"},
+}
+
+func (h *Handler) withdrawals(w http.ResponseWriter, r *request) {
+	query := r.URL.Query()
+	v := withdrawalsView{Status: query.Get("status"), Q: query.Get("q")}
+	for _, t := range statusTabs {
+		u := url.Values{}
+		if t.status != "" {
+			u.Set("status", t.status)
+		}
+		if v.Q != "" {
+			u.Set("q", v.Q)
+		}
+		link := "/withdrawals"
+		if len(u) > 0 {
+			link += "?" + u.Encode()
+		}
+		v.Tabs = append(v.Tabs, tab{Label: t.label, URL: link, Active: t.status == v.Status})
+	}
+	switch payoutkit.PayoutStatus(v.Status) {
+	case "", payoutkit.PayoutSubmitted, payoutkit.PayoutCompleted, payoutkit.PayoutFailed:
+	default:
+		v.Fields.add("status", "Choose submitted, completed or failed.")
+	}
+	if v.Q != "" {
+		v.Fields.text("q", v.Q, 128)
+	}
+	if v.Fields.failed() {
+		h.renderPage(w, r, http.StatusBadRequest, "withdrawals", page{Title: "Withdrawals", Section: "withdrawals", Data: v})
+		return
+	}
+
+	ws := r.session.WorkspaceID
+	f := payoutkit.PayoutFilter{Status: payoutkit.PayoutStatus(v.Status), PayerID: v.Q}
+	req := pageRequest(r)
+	if v.Q != "" && req.Cursor == "" {
+		// q names a payout_id or a payer_id: show the payout with that id
+		// first, then the payer's payouts.
+		p, err := h.svc.Payout(r.Context(), ws, v.Q)
+		switch {
+		case err == nil:
+			if p.PayerID != v.Q && (f.Status == "" || p.Status == f.Status) {
+				v.Exact = &p
+			}
+		case errors.Is(err, payoutkit.ErrNotFound), errors.Is(err, payoutkit.ErrInvalidInput):
+		default:
+			h.engineError(w, r.Request, err)
+			return
+		}
+	}
+	list, err := h.svc.Payouts(r.Context(), ws, f, req)
+	if err != nil {
+		h.engineError(w, r.Request, err)
+		return
+	}
+	v.Payouts, v.pager = list.Items, nextPage(r, list.Next)
+	h.renderPage(w, r, http.StatusOK, "withdrawals", page{Title: "Withdrawals", Section: "withdrawals", Data: v})
+}
+
+type withdrawalView struct {
+	Payout payoutkit.Payout
+	Events []payoutkit.EventLog
+}
+
+func (h *Handler) withdrawal(w http.ResponseWriter, r *request) {
+	ws, id := r.session.WorkspaceID, r.PathValue("payout_id")
+	p, err := h.svc.Payout(r.Context(), ws, id)
+	if errors.Is(err, payoutkit.ErrInvalidInput) { // not even a payout_id: no such payout
+		err = payoutkit.ErrNotFound
+	}
+	if err != nil {
+		h.engineError(w, r.Request, err)
+		return
+	}
+	events, err := h.svc.PayoutEvents(r.Context(), ws, id)
+	if err != nil {
+		h.engineError(w, r.Request, err)
+		return
+	}
+	h.renderPage(w, r, http.StatusOK, "withdrawal", page{
+		Title: "Withdrawal " + p.PayoutID, Section: "withdrawals",
+		Data: withdrawalView{Payout: p, Events: events},
+	})
+}
+
+type customersView struct {
+	Customers []payoutkit.Customer
+	pager
+}
+
+func (h *Handler) customers(w http.ResponseWriter, r *request) {
+	list, err := h.svc.Customers(r.Context(), r.session.WorkspaceID, pageRequest(r))
+	if err != nil {
+		h.engineError(w, r.Request, err)
+		return
+	}
+	h.renderPage(w, r, http.StatusOK, "customers", page{
+		Title: "Customers", Section: "customers",
+		Data: customersView{Customers: list.Items, pager: nextPage(r, list.Next)},
+	})
+}

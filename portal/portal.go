@@ -1,0 +1,191 @@
+// Package portal serves the staff portal: server-rendered pages where a
+// merchant's staff sign in with e-mail and password and read their
+// workspace's balance, payments, withdrawals and customers, and manage API
+// keys and webhooks (contract, section 8).
+//
+// The portal runs over the engine (a Service, which *payoutkit.Engine
+// implements), never over a store, so it shows exactly what the /v1 API
+// shows. Sessions live in the engine's store, so a sign-out on one instance
+// ends the session on every instance. Every page and form works with
+// JavaScript turned off; templates and assets are embedded in the binary.
+//
+// Mount the Handler at "/" beside the /v1 API:
+//
+//	mux.Handle("/v1/", api)
+//	mux.Handle("/", portal.New(engine, portal.Options{}))
+package portal
+
+import (
+	"context"
+	"embed"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/payoutkit/payoutkit"
+)
+
+// Service is what the portal asks of the engine. *payoutkit.Engine
+// implements it.
+type Service interface {
+	// Sessions.
+	SignInSession(ctx context.Context, email, password string) (payoutkit.NewSession, error)
+	StaffSession(ctx context.Context, token string) (payoutkit.StaffSession, error)
+	EndSession(ctx context.Context, token string) error
+	ChangePassword(ctx context.Context, s payoutkit.StaffSession, current, next string) error
+
+	// Reads.
+	Workspace(ctx context.Context, workspaceID string) (payoutkit.Workspace, error)
+	Balance(ctx context.Context, workspaceID string) (payoutkit.Balance, error)
+	Payout(ctx context.Context, workspaceID, payoutID string) (payoutkit.Payout, error)
+	Payouts(ctx context.Context, workspaceID string, f payoutkit.PayoutFilter, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Payout], error)
+	PayoutEvents(ctx context.Context, workspaceID, payoutID string) ([]payoutkit.EventLog, error)
+	Orders(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Order], error)
+	Customers(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Customer], error)
+	Events(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Event], error)
+	APIKeys(ctx context.Context, workspaceID string) ([]payoutkit.APIKey, error)
+
+	// Developer settings.
+	CreateAPIKey(ctx context.Context, workspaceID string) (payoutkit.NewKey, error)
+	RevokeAPIKey(ctx context.Context, workspaceID, prefix string) (int, error)
+	ResetAPIKeys(ctx context.Context, workspaceID string) (payoutkit.NewKey, error)
+	SetWebhookURL(ctx context.Context, workspaceID, webhookURL string) (payoutkit.Workspace, error)
+	RotateWebhookSecret(ctx context.Context, workspaceID string) (payoutkit.Workspace, error)
+	ResendEvent(ctx context.Context, workspaceID, eventID string) error
+}
+
+var _ Service = (*payoutkit.Engine)(nil)
+
+// Options configures the portal. The zero value is usable.
+type Options struct {
+	// Logger receives one line per request and the details of internal
+	// errors. Defaults to slog.Default().
+	Logger *slog.Logger
+	// Now is the clock of Retry-After and cookie expiry. Defaults to time.Now.
+	Now func() time.Time
+	// SessionMaxAge is the lifetime given to the session cookie; it should
+	// match the engine's Config.SessionMaxAge. Defaults to
+	// payoutkit.DefaultSessionMaxAge.
+	SessionMaxAge time.Duration
+}
+
+// Handler serves the portal's pages. It is safe for concurrent use.
+type Handler struct {
+	svc    Service
+	log    *slog.Logger
+	now    func() time.Time
+	maxAge time.Duration
+	pages  *pages
+	root   http.Handler
+}
+
+//go:embed assets
+var assets embed.FS
+
+// New returns the portal over svc.
+func New(svc Service, opts Options) *Handler {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.SessionMaxAge <= 0 {
+		opts.SessionMaxAge = payoutkit.DefaultSessionMaxAge
+	}
+	h := &Handler{svc: svc, log: opts.Logger, now: opts.Now, maxAge: opts.SessionMaxAge, pages: parsePages()}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /login", h.loginPage)
+	mux.HandleFunc("POST /login", h.login)
+	mux.Handle("POST /logout", h.signedIn(h.logout))
+	mux.Handle("GET /{$}", h.signedIn(h.dashboard))
+	mux.Handle("GET /payments", h.signedIn(h.payments))
+	mux.Handle("GET /withdrawals", h.signedIn(h.withdrawals))
+	mux.Handle("GET /withdrawals/{payout_id}", h.signedIn(h.withdrawal))
+	mux.Handle("GET /customers", h.signedIn(h.customers))
+	mux.Handle("GET /settings", http.RedirectHandler("/settings/developer", http.StatusSeeOther))
+	mux.Handle("GET /settings/developer", h.signedIn(h.developer))
+	mux.Handle("POST /settings/developer/keys", h.signedIn(h.createKey))
+	mux.Handle("POST /settings/developer/keys/revoke", h.signedIn(h.revokeKey))
+	mux.Handle("POST /settings/developer/keys/reset", h.signedIn(h.resetKeys))
+	mux.Handle("POST /settings/developer/webhook", h.signedIn(h.setWebhook))
+	mux.Handle("POST /settings/developer/webhook/rotate", h.signedIn(h.rotateSecret))
+	mux.Handle("POST /settings/developer/events/resend", h.signedIn(h.resendEvent))
+	mux.Handle("GET /settings/password", h.signedIn(h.passwordPage))
+	mux.Handle("POST /settings/password", h.signedIn(h.changePassword))
+	static, _ := fs.Sub(assets, "assets")
+	mux.Handle("GET /assets/", http.StripPrefix("/assets/", noDirectories(http.FileServerFS(static))))
+	mux.HandleFunc("/", h.notFound)
+
+	// Browsers say where a request comes from (Sec-Fetch-Site, Origin):
+	// a state-changing request from another site is refused before any
+	// handler runs. The session's CSRF token checks the rest.
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(h.forbidden))
+	h.root = cop.Handler(mux)
+	return h
+}
+
+// ServeHTTP serves one request, with the security headers every portal
+// answer carries.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := h.now()
+	hdr := w.Header()
+	hdr.Set("Content-Security-Policy", contentSecurityPolicy)
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("Referrer-Policy", "same-origin")
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("X-Frame-Options", "DENY")
+	rec := &statusRecorder{ResponseWriter: w}
+	h.root.ServeHTTP(rec, r)
+	h.log.LogAttrs(r.Context(), slog.LevelInfo, "portal request",
+		slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		slog.Int("status", rec.status()), slog.Duration("duration", h.now().Sub(start)))
+}
+
+// contentSecurityPolicy allows the portal's own stylesheet, images and
+// forms, and nothing inline, nothing from elsewhere, no framing.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// noDirectories answers 404 for a directory, so the file server lists none.
+func noDirectories(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "" || strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (r *statusRecorder) status() int {
+	if r.code == 0 {
+		return http.StatusOK
+	}
+	return r.code
+}

@@ -1,0 +1,208 @@
+package portal
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/payoutkit/payoutkit"
+)
+
+// developerView is the Settings → Developer page.
+type developerView struct {
+	Keys       []payoutkit.APIKey
+	WebhookURL string
+	Events     []payoutkit.Event
+	pager
+	// NewKey and NewSecret are shown once, on the answer that made them.
+	NewKey    string
+	NewSecret string
+	// Fields holds the messages of the form that was posted, by field.
+	Fields form
+}
+
+// notices are the messages a redirect back to the Developer page may ask
+// for with ?done=<code>; nothing else from the URL is shown.
+var notices = map[string]string{
+	"key-revoked":   "The key was revoked. Requests with it are refused from now on.",
+	"no-key":        "No active key has that prefix; nothing was revoked.",
+	"webhook-saved": "The webhook URL was saved. New events go there; earlier ones are not sent again unless you resend them.",
+	"event-resent":  "The event will be delivered again shortly.",
+}
+
+func (h *Handler) developer(w http.ResponseWriter, r *request) {
+	h.renderDeveloper(w, r, http.StatusOK, developerView{}, notices[r.URL.Query().Get("done")])
+}
+
+// renderDeveloper fills v with the workspace's keys, webhook and events
+// and renders the page. A posted webhook URL that failed stays in the form.
+func (h *Handler) renderDeveloper(w http.ResponseWriter, r *request, status int, v developerView, notice string) {
+	ctx, ws := r.Context(), r.session.WorkspaceID
+	keys, err := h.svc.APIKeys(ctx, ws)
+	if err != nil {
+		h.engineError(w, r.Request, err)
+		return
+	}
+	workspace, err := h.svc.Workspace(ctx, ws)
+	if err != nil {
+		h.engineError(w, r.Request, err)
+		return
+	}
+	events, err := h.svc.Events(ctx, ws, pageRequest(r))
+	if err != nil {
+		h.engineError(w, r.Request, err)
+		return
+	}
+	v.Keys, v.Events, v.pager = keys, events.Items, nextPage(r, events.Next)
+	if _, posted := v.Fields["url"]; !posted {
+		v.WebhookURL = workspace.WebhookURL
+	}
+	h.renderPage(w, r, status, "developer", page{Title: "Developer settings", Section: "developer", Notice: notice, Data: v})
+}
+
+func (h *Handler) createKey(w http.ResponseWriter, r *request) {
+	k, err := h.svc.CreateAPIKey(r.Context(), r.session.WorkspaceID)
+	if err != nil {
+		h.engineError(w, r.Request, err)
+		return
+	}
+	h.renderDeveloper(w, r, http.StatusOK, developerView{NewKey: k.Key},
+		"Key "+k.Prefix+" was created. Copy it now: it is shown only once.")
+}
+
+func (h *Handler) revokeKey(w http.ResponseWriter, r *request) {
+	prefix := strings.TrimPrefix(r.PostForm.Get("prefix"), "sk_")
+	var f form
+	if f.text("prefix", prefix, 8); !f.failed() && !isKeyPrefix(prefix) {
+		f.add("prefix", "A key prefix is 8 letters and digits.")
+	}
+	if f.failed() {
+		h.renderDeveloper(w, r, http.StatusBadRequest, developerView{Fields: f}, "")
+		return
+	}
+	n, err := h.svc.RevokeAPIKey(r.Context(), r.session.WorkspaceID, prefix)
+	if err != nil {
+		h.engineError(w, r.Request, err)
+		return
+	}
+	done := "key-revoked"
+	if n == 0 {
+		done = "no-key"
+	}
+	http.Redirect(w, r.Request, "/settings/developer?done="+done, http.StatusSeeOther)
+}
+
+func isKeyPrefix(s string) bool {
+	if len(s) != 8 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func (h *Handler) resetKeys(w http.ResponseWriter, r *request) {
+	k, err := h.svc.ResetAPIKeys(r.Context(), r.session.WorkspaceID)
+	if err != nil {
+		h.engineError(w, r.Request, err)
+		return
+	}
+	h.renderDeveloper(w, r, http.StatusOK, developerView{NewKey: k.Key},
+		"Every earlier key was revoked. Key "+k.Prefix+" is the only active one: copy it now, it is shown only once.")
+}
+
+func (h *Handler) setWebhook(w http.ResponseWriter, r *request) {
+	raw := r.PostForm.Get("url")
+	var f form
+	if f.text("url", raw, 2048); !f.failed() {
+		if u, err := url.Parse(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			f.add("url", "Enter an absolute http:// or https:// URL.")
+		}
+	}
+	if !f.failed() {
+		_, err := h.svc.SetWebhookURL(r.Context(), r.session.WorkspaceID, raw)
+		if e, ok := errors.AsType[*payoutkit.Error](err); ok && errors.Is(err, payoutkit.ErrInvalidInput) {
+			f.add("url", e.Message)
+		} else if err != nil {
+			h.engineError(w, r.Request, err)
+			return
+		}
+	}
+	if f.failed() {
+		h.renderDeveloper(w, r, http.StatusBadRequest, developerView{Fields: f, WebhookURL: raw}, "")
+		return
+	}
+	http.Redirect(w, r.Request, "/settings/developer?done=webhook-saved", http.StatusSeeOther)
+}
+
+func (h *Handler) rotateSecret(w http.ResponseWriter, r *request) {
+	ws, err := h.svc.RotateWebhookSecret(r.Context(), r.session.WorkspaceID)
+	if err != nil {
+		h.engineError(w, r.Request, err)
+		return
+	}
+	h.renderDeveloper(w, r, http.StatusOK, developerView{NewSecret: ws.WebhookSecret},
+		"A new signing secret is in use from now on. Copy it now: it is shown only once.")
+}
+
+func (h *Handler) resendEvent(w http.ResponseWriter, r *request) {
+	id := r.PostForm.Get("event_id")
+	var f form
+	if f.text("event_id", id, 64); f.failed() {
+		h.renderDeveloper(w, r, http.StatusBadRequest, developerView{Fields: f}, "")
+		return
+	}
+	if err := h.svc.ResendEvent(r.Context(), r.session.WorkspaceID, id); err != nil {
+		h.engineError(w, r.Request, err)
+		return
+	}
+	http.Redirect(w, r.Request, "/settings/developer?done=event-resent", http.StatusSeeOther)
+}
+
+type passwordView struct{ Fields form }
+
+func (h *Handler) passwordPage(w http.ResponseWriter, r *request) {
+	h.renderPage(w, r, http.StatusOK, "password", page{Title: "Password", Section: "password", Data: passwordView{}})
+}
+
+func (h *Handler) changePassword(w http.ResponseWriter, r *request) {
+	current, next, confirm := r.PostForm.Get("current_password"), r.PostForm.Get("new_password"), r.PostForm.Get("confirm_password")
+	var f form
+	f.text("current_password", current, 1024)
+	f.text("new_password", next, 72)
+	if !f.failed() && next != confirm {
+		f.add("confirm_password", "The two new passwords differ.")
+	}
+	if !f.failed() {
+		err := h.svc.ChangePassword(r.Context(), r.session, current, next)
+		if e, ok := errors.AsType[*payoutkit.Error](err); ok && errors.Is(err, payoutkit.ErrInvalidInput) {
+			for _, fe := range e.Fields {
+				f.add(fe.Field, sentence(fe.Message))
+			}
+		} else if err != nil {
+			h.engineError(w, r.Request, err)
+			return
+		}
+	}
+	if f.failed() {
+		h.renderPage(w, r, http.StatusBadRequest, "password", page{Title: "Password", Section: "password", Data: passwordView{Fields: f}})
+		return
+	}
+	h.renderPage(w, r, http.StatusOK, "password", page{
+		Title: "Password", Section: "password", Data: passwordView{},
+		Notice: "Your password was changed. Your other sessions were signed out.",
+	})
+}
+
+// sentence turns an engine's field message ("must be at least 12
+// characters") into one that stands next to its field.
+func sentence(msg string) string {
+	if msg == "" {
+		return msg
+	}
+	return "This field " + msg + "."
+}
