@@ -320,7 +320,7 @@ func TestPages(t *testing.T) {
 		t.Fatalf("withdrawals = %v; want newest first", got)
 	}
 	for status, want := range map[string]string{"submitted": "po-3", "completed": "po-1", "failed": "po-2"} {
-		page := b.get("/withdrawals?status=" + status).wantStatus(t, http.StatusOK)
+		page := b.get("/withdrawals?status="+status).wantStatus(t, http.StatusOK)
 		if got := rowIDs(page.body); strings.Join(got, ",") != want {
 			t.Errorf("status=%s: %v; want %s", status, got, want)
 		}
