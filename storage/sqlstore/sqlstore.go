@@ -118,26 +118,7 @@ func WithBusyTimeout(d time.Duration) Option {
 // Open opens (creating if needed) and migrates the database named by dsn: a
 // file path or "file:" URL means SQLite, "postgres://" or "postgresql://" means PostgreSQL.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
-	cfg := config{
-		logger:      slog.Default(),
-		maxConns:    max(8, 4*runtime.GOMAXPROCS(0)),
-		busyTimeout: 5 * time.Second,
-	}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	var (
-		s   *Store
-		err error
-	)
-	switch lower := strings.ToLower(dsn); {
-	case strings.HasPrefix(lower, "postgres://"), strings.HasPrefix(lower, "postgresql://"):
-		s, err = openPostgres(ctx, dsn, cfg)
-	case strings.TrimSpace(dsn) == "":
-		return nil, errors.New("sqlstore: empty DSN: give a SQLite file path or a postgres:// URL")
-	default:
-		s, err = openSQLite(ctx, dsn, cfg)
-	}
+	s, err := open(ctx, dsn, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -153,6 +134,27 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		s.batch = newCommitter(s)
 	}
 	return s, nil
+}
+
+// open connects to the database named by dsn, without migrating it or
+// preparing statements.
+func open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	cfg := config{
+		logger:      slog.Default(),
+		maxConns:    max(8, 4*runtime.GOMAXPROCS(0)),
+		busyTimeout: 5 * time.Second,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	switch lower := strings.ToLower(dsn); {
+	case strings.HasPrefix(lower, "postgres://"), strings.HasPrefix(lower, "postgresql://"):
+		return openPostgres(ctx, dsn, cfg)
+	case strings.TrimSpace(dsn) == "":
+		return nil, errors.New("sqlstore: empty DSN: give a SQLite file path or a postgres:// URL")
+	default:
+		return openSQLite(ctx, dsn, cfg)
+	}
 }
 
 // Close closes the store's connections. Writes still waiting for their turn
