@@ -15,7 +15,7 @@ const (
 		ON CONFLICT (workspace_id, order_id) DO NOTHING`
 	// SQLite's MarkOrderPaid: the conditional status change, then the credit.
 	payOrderSQL = `UPDATE orders SET status = 'paid', paid_at = $3, updated_at = $4
-		WHERE workspace_id = $1 AND order_id = $2 AND status = 'pending' RETURNING amount`
+		WHERE workspace_id = $1 AND order_id = $2 AND status = 'pending' RETURNING amount, payer_id`
 	creditSQL  = `UPDATE balances SET available = available + $2 WHERE workspace_id = $1`
 	balanceSQL = `SELECT available, in_progress FROM balances WHERE workspace_id = $1`
 )
@@ -53,7 +53,8 @@ func (s *Store) MarkOrderPaid(ctx context.Context, o payoutkit.Order, ev payoutk
 	} else {
 		err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			var amount int64
-			err := s.txQueryRow(ctx, tx, payOrderSQL, o.WorkspaceID, o.OrderID, s.ts(o.PaidAt), s.ts(o.UpdatedAt)).Scan(&amount)
+			var payer string
+			err := s.txQueryRow(ctx, tx, payOrderSQL, o.WorkspaceID, o.OrderID, s.ts(o.PaidAt), s.ts(o.UpdatedAt)).Scan(&amount, &payer)
 			if errors.Is(err, sql.ErrNoRows) {
 				return errNothingToCommit
 			} else if err != nil {
@@ -61,6 +62,11 @@ func (s *Store) MarkOrderPaid(ctx context.Context, o payoutkit.Order, ev payoutk
 			}
 			if _, err := s.txExec(ctx, tx, creditSQL, o.WorkspaceID, amount); err != nil {
 				return err
+			}
+			if payer != "" { // an order without a payer is nobody's: no customer
+				if _, err := s.txExec(ctx, tx, moveCustomerSQL, o.WorkspaceID, payer, amount, 0, 0, s.ts(o.PaidAt)); err != nil {
+					return err
+				}
 			}
 			if _, err := s.txExec(ctx, tx, insertLedgerSQL,
 				o.WorkspaceID, string(payoutkit.LedgerOrderCredit), amount, o.OrderID, ev.ID, s.ts(ev.CreatedAt)); err != nil {
@@ -123,32 +129,54 @@ func (s *Store) Ledger(ctx context.Context, workspaceID string, page payoutkit.P
 // consistent snapshot on both dialects: every sum sees the same commits.
 func (s *Store) Audit(ctx context.Context, workspaceID string) (payoutkit.Audit, error) {
 	var a payoutkit.Audit
-	err := s.reader().QueryRowContext(ctx, `SELECT b.available, b.in_progress,
-		(SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) FROM ledger_entries WHERE workspace_id = $1),
-		(SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) FROM orders WHERE workspace_id = $1 AND status = 'paid'),
-		(SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) FROM payouts WHERE workspace_id = $1 AND status = 'submitted'),
-		(SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) FROM payouts WHERE workspace_id = $1 AND status = 'completed')
-		FROM balances b WHERE b.workspace_id = $1`, workspaceID).
-		Scan(&a.Available, &a.InProgress, &a.LedgerSum, &a.PaidOrders, &a.SubmittedPayouts, &a.CompletedPayouts)
+	err := s.reader().QueryRowContext(ctx, `SELECT b.available, b.in_progress, l.total, o.paid, o.payer_paid,
+		ps.submitted, pc.completed, c.paid_in, c.paid_out, c.in_progress
+		FROM balances b,
+		(SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) AS total FROM ledger_entries WHERE workspace_id = $1) l,
+		(SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) AS paid,
+			CAST(COALESCE(SUM(CASE WHEN payer_id <> '' THEN amount ELSE 0 END), 0) AS BIGINT) AS payer_paid
+			FROM orders WHERE workspace_id = $1 AND status = 'paid') o,
+		(SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) AS submitted FROM payouts WHERE workspace_id = $1 AND status = 'submitted') ps,
+		(SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) AS completed FROM payouts WHERE workspace_id = $1 AND status = 'completed') pc,
+		(SELECT CAST(COALESCE(SUM(paid_in), 0) AS BIGINT) AS paid_in, CAST(COALESCE(SUM(paid_out), 0) AS BIGINT) AS paid_out,
+			CAST(COALESCE(SUM(in_progress), 0) AS BIGINT) AS in_progress
+			FROM customers WHERE workspace_id = $1) c
+		WHERE b.workspace_id = $1`, workspaceID).
+		Scan(&a.Available, &a.InProgress, &a.LedgerSum, &a.PaidOrders, &a.PayerPaidOrders, &a.SubmittedPayouts, &a.CompletedPayouts,
+			&a.CustomersPaidIn, &a.CustomersPaidOut, &a.CustomersInProgress)
 	if err != nil {
 		return payoutkit.Audit{}, translate(ctx, "audit", err)
 	}
 	return a, nil
 }
 
+const customerCols = `workspace_id, payer_id, paid_in, paid_out, in_progress, first_seen_at`
+
+func scanCustomer(sc scanner, extra ...any) (payoutkit.Customer, error) {
+	var c payoutkit.Customer
+	err := sc.Scan(append([]any{&c.WorkspaceID, &c.PayerID, &c.PaidIn, &c.PaidOut, &c.InProgress, timeCol{&c.FirstSeenAt}}, extra...)...)
+	return c, err
+}
+
+// Customers implements payoutkit.LedgerStore.
+func (s *Store) Customers(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Customer], error) {
+	return list(ctx, s, "customers", workspaceID, page,
+		`SELECT `+customerCols+`, seq FROM customers WHERE workspace_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`, scanCustomer)
+}
+
 // list reads one newest-first page: query takes $1 the workspace, $2 the
-// seq to start below and $3 the number of rows, and selects seq last. It
-// asks for one row more than the page holds to learn whether a next page
-// exists.
+// seq to start below, $3 the number of rows and $4... the args, and selects
+// seq last. It asks for one row more than the page holds to learn whether a
+// next page exists.
 func list[T any](ctx context.Context, s *Store, op, workspaceID string, req payoutkit.PageRequest, query string,
-	scan func(scanner, ...any) (T, error),
+	scan func(scanner, ...any) (T, error), args ...any,
 ) (payoutkit.Page[T], error) {
 	req = req.Normalize()
 	before, err := parseCursor(req.Cursor)
 	if err != nil {
 		return payoutkit.Page[T]{}, err
 	}
-	rows, err := s.reader().QueryContext(ctx, query, workspaceID, before, req.Limit+1)
+	rows, err := s.reader().QueryContext(ctx, query, append([]any{workspaceID, before, req.Limit + 1}, args...)...)
 	if err != nil {
 		return payoutkit.Page[T]{}, translate(ctx, op, err)
 	}

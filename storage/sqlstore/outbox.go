@@ -92,6 +92,25 @@ func (s *Store) Event(ctx context.Context, workspaceID, eventID string) (payoutk
 	return ev, nil
 }
 
+// SubjectEvents implements payoutkit.Outbox.
+func (s *Store) SubjectEvents(ctx context.Context, workspaceID, subject string) ([]payoutkit.Event, error) {
+	rows, err := s.reader().QueryContext(ctx,
+		`SELECT `+eventCols+` FROM events WHERE workspace_id = $1 AND subject = $2 ORDER BY seq`, workspaceID, subject)
+	if err != nil {
+		return nil, translate(ctx, "subject events", err)
+	}
+	evs, err := collect(rows, func(sc scanner) (payoutkit.Event, error) { return scanEvent(sc) })
+	if err != nil {
+		return nil, translate(ctx, "subject events", err)
+	}
+	if len(evs) == 0 { // an unknown workspace is not an empty subject
+		if err := s.workspaceExists(ctx, s.reader(), workspaceID); err != nil {
+			return nil, translate(ctx, "subject events", err)
+		}
+	}
+	return evs, nil
+}
+
 // DeliveryAttempts implements payoutkit.Outbox.
 func (s *Store) DeliveryAttempts(ctx context.Context, workspaceID, eventID string) ([]payoutkit.DeliveryAttempt, error) {
 	if _, err := s.Event(ctx, workspaceID, eventID); err != nil {

@@ -24,8 +24,31 @@ const (
 	selectPayoutSQL = `SELECT ` + payoutCols + ` FROM payouts WHERE workspace_id = $1 AND payout_id = $2`
 	// SQLite's SettlePayout: the conditional status change, then the balance.
 	settlePayoutSQL = `UPDATE payouts SET status = $3, txid = $4, failure_reason = $5, updated_at = $6
-		WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted' RETURNING amount`
+		WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted' RETURNING amount, payer_id`
 	settleBalanceSQL = `UPDATE balances SET in_progress = in_progress - $2, available = available + $3 WHERE workspace_id = $1`
+	// SQLite's customer totals: $1 workspace, $2 payer_id, $3-$5 what to add
+	// to paid_in, paid_out and in_progress (a settlement's is negative), $6
+	// the time of the movement, the customer's first if it is new. A new row
+	// cannot start below zero: CHECK constraints judge the row to insert
+	// before the conflict makes it an update.
+	moveCustomerSQL = `INSERT INTO customers (workspace_id, payer_id, paid_in, paid_out, in_progress, first_seen_at)
+		VALUES ($1, $2, $3, $4, max($5, 0), $6)
+		ON CONFLICT (workspace_id, payer_id) DO UPDATE SET
+			paid_in = paid_in + $3, paid_out = paid_out + $4, in_progress = in_progress + $5`
+)
+
+// The payout listings, one statement per filter so that each uses its
+// index: $1 workspace, $2 seq to start below, $3 rows, $4 and $5 the
+// filter's values.
+const (
+	payoutsSQL = `SELECT ` + payoutCols + `, seq FROM payouts
+		WHERE workspace_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`
+	payoutsByStatusSQL = `SELECT ` + payoutCols + `, seq FROM payouts
+		WHERE workspace_id = $1 AND status = $4 AND seq < $2 ORDER BY seq DESC LIMIT $3`
+	payoutsByPayerSQL = `SELECT ` + payoutCols + `, seq FROM payouts
+		WHERE workspace_id = $1 AND payer_id = $4 AND seq < $2 ORDER BY seq DESC LIMIT $3`
+	payoutsByPayerStatusSQL = `SELECT ` + payoutCols + `, seq FROM payouts
+		WHERE workspace_id = $1 AND payer_id = $4 AND status = $5 AND seq < $2 ORDER BY seq DESC LIMIT $3`
 )
 
 // CreatePayout implements payoutkit.PayoutStore: insert the payout unless
@@ -78,7 +101,7 @@ func (op *createPayoutOp) result(ctx context.Context, err error) (payoutkit.Payo
 var errNothingToCommit = errors.New("sqlstore: nothing to commit")
 
 // createPayout runs CreatePayout's statements in tx: on PostgreSQL one
-// statement, on SQLite the four it is made of.
+// statement, on SQLite the five it is made of.
 func (s *Store) createPayout(ctx context.Context, tx *sql.Tx, p payoutkit.Payout, ev payoutkit.Event) (inserted, debited bool, err error) {
 	if s.pg() {
 		var ins, deb int
@@ -101,6 +124,9 @@ func (s *Store) createPayout(ctx context.Context, tx *sql.Tx, p payoutkit.Payout
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return true, false, err
+	}
+	if _, err := s.txExec(ctx, tx, moveCustomerSQL, p.WorkspaceID, p.PayerID, 0, 0, int64(p.Amount), s.ts(p.CreatedAt)); err != nil {
+		return true, true, err
 	}
 	if _, err := s.txExec(ctx, tx, insertLedgerSQL,
 		p.WorkspaceID, string(payoutkit.LedgerPayoutDebit), -int64(p.Amount), p.PayoutID, ev.ID, s.ts(ev.CreatedAt)); err != nil {
@@ -126,17 +152,24 @@ func (s *Store) SettlePayout(ctx context.Context, p payoutkit.Payout, ev payoutk
 	} else {
 		err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			var amount int64
-			err := s.txQueryRow(ctx, tx, settlePayoutSQL, p.WorkspaceID, p.PayoutID, string(p.Status), p.TxID, p.FailureReason, s.ts(p.UpdatedAt)).Scan(&amount)
+			var payer string
+			err := s.txQueryRow(ctx, tx, settlePayoutSQL, p.WorkspaceID, p.PayoutID, string(p.Status), p.TxID, p.FailureReason, s.ts(p.UpdatedAt)).
+				Scan(&amount, &payer)
 			if errors.Is(err, sql.ErrNoRows) {
 				return errNothingToCommit
 			} else if err != nil {
 				return err
 			}
-			refund := int64(0)
+			refund, paidOut := int64(0), int64(0)
 			if p.Status == payoutkit.PayoutFailed {
 				refund = amount
+			} else {
+				paidOut = amount
 			}
 			if _, err := s.txExec(ctx, tx, settleBalanceSQL, p.WorkspaceID, amount, refund); err != nil {
+				return err
+			}
+			if _, err := s.txExec(ctx, tx, moveCustomerSQL, p.WorkspaceID, payer, 0, paidOut, -amount, s.ts(p.UpdatedAt)); err != nil {
 				return err
 			}
 			if refund != 0 {
@@ -177,9 +210,17 @@ func (s *Store) Payout(ctx context.Context, workspaceID, payoutID string) (payou
 }
 
 // Payouts implements payoutkit.PayoutStore.
-func (s *Store) Payouts(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Payout], error) {
-	return list(ctx, s, "payouts", workspaceID, page,
-		`SELECT `+payoutCols+`, seq FROM payouts WHERE workspace_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`, scanPayout)
+func (s *Store) Payouts(ctx context.Context, workspaceID string, f payoutkit.PayoutFilter, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Payout], error) {
+	query, args := payoutsSQL, []any(nil)
+	switch {
+	case f.PayerID != "" && f.Status != "":
+		query, args = payoutsByPayerStatusSQL, []any{f.PayerID, string(f.Status)}
+	case f.PayerID != "":
+		query, args = payoutsByPayerSQL, []any{f.PayerID}
+	case f.Status != "":
+		query, args = payoutsByStatusSQL, []any{string(f.Status)}
+	}
+	return list(ctx, s, "payouts", workspaceID, page, query, scanPayout, args...)
 }
 
 // ClaimPayoutHandoffs implements payoutkit.PayoutStore.

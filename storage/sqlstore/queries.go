@@ -80,11 +80,17 @@ func pgEventInsert(from string, first int) string {
 	SELECT %s, workspace_id, %s FROM %s`, eventCols, p[0], strings.Join(p[1:], ", "), from)
 }
 
+// The customer totals hang on the balance change of each statement below
+// (they read its RETURNING), so that they move only when it did, and lock
+// the customer's row after the balance's row, in the same order in every
+// statement.
+
 // pgCreatePayoutSQL: $1-$12 the payout (payoutArgs), $13-$21 the event
 // (eventArgs). It inserts the payout unless its id is taken, debits the
 // balance only if the payout was inserted and the balance covers it, and
-// records the ledger entry and event only if the debit happened. It reports
-// (inserted, debited); the caller commits only when both are 1.
+// records the ledger entry, the customer's in_progress and the event only if
+// the debit happened. It reports (inserted, debited); the caller commits
+// only when both are 1.
 var pgCreatePayoutSQL = `WITH p AS (
 	INSERT INTO payouts (` + payoutCols + `)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
@@ -97,6 +103,10 @@ var pgCreatePayoutSQL = `WITH p AS (
 ), l AS (
 	INSERT INTO ledger_entries (` + ledgerCols + `)
 	SELECT workspace_id, 'payout_debit', -$4::bigint, $2::text, $13::text, $16::timestamptz FROM d
+), c AS (
+	INSERT INTO customers (workspace_id, payer_id, in_progress, first_seen_at)
+	SELECT workspace_id, $8::text, $4::bigint, $11::timestamptz FROM d
+	ON CONFLICT (workspace_id, payer_id) DO UPDATE SET in_progress = customers.in_progress + EXCLUDED.in_progress
 ), e AS (
 	` + pgEventInsert("d", 13) + `
 )
@@ -105,15 +115,23 @@ SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM d)`
 // pgSettlePayoutSQL: $1 workspace, $2 payout_id, $3 status, $4 txid,
 // $5 failure reason, $6 updated at, $7-$15 the event. Everything hangs on
 // the conditional UPDATE of the payout, so the statement moves all or
-// nothing; it returns how many payouts it settled.
+// nothing; it returns how many payouts it settled. The customer's row to
+// insert cannot carry the negative in_progress change (CHECK constraints
+// judge it before the conflict does), so the update reads the amount from p.
 var pgSettlePayoutSQL = `WITH p AS (
 	UPDATE payouts SET status = $3, txid = $4, failure_reason = $5, updated_at = $6
 	WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted'
-	RETURNING workspace_id, amount
+	RETURNING workspace_id, payer_id, amount
 ), b AS (
 	UPDATE balances SET in_progress = balances.in_progress - p.amount,
 		available = balances.available + CASE WHEN $3 = 'failed' THEN p.amount ELSE 0 END
 	FROM p WHERE balances.workspace_id = p.workspace_id
+	RETURNING p.workspace_id, p.payer_id, p.amount
+), c AS (
+	INSERT INTO customers (workspace_id, payer_id, paid_out, first_seen_at)
+	SELECT workspace_id, payer_id, CASE WHEN $3 = 'completed' THEN amount ELSE 0 END, $6::timestamptz FROM b
+	ON CONFLICT (workspace_id, payer_id) DO UPDATE SET
+		in_progress = customers.in_progress - (SELECT amount FROM p), paid_out = customers.paid_out + EXCLUDED.paid_out
 ), l AS (
 	INSERT INTO ledger_entries (` + ledgerCols + `)
 	SELECT workspace_id, 'payout_refund', amount, $2::text, $7::text, $10::timestamptz FROM p WHERE $3::text = 'failed'
@@ -123,14 +141,20 @@ var pgSettlePayoutSQL = `WITH p AS (
 SELECT count(*) FROM p`
 
 // pgMarkOrderPaidSQL: $1 workspace, $2 order_id, $3 paid at, $4 updated at,
-// $5-$13 the event; it returns how many orders it marked paid.
+// $5-$13 the event; it returns how many orders it marked paid. An order
+// without a payer_id moves no customer.
 var pgMarkOrderPaidSQL = `WITH o AS (
 	UPDATE orders SET status = 'paid', paid_at = $3, updated_at = $4
 	WHERE workspace_id = $1 AND order_id = $2 AND status = 'pending'
-	RETURNING workspace_id, amount
+	RETURNING workspace_id, payer_id, amount
 ), b AS (
 	UPDATE balances SET available = balances.available + o.amount
 	FROM o WHERE balances.workspace_id = o.workspace_id
+	RETURNING o.workspace_id, o.payer_id, o.amount
+), c AS (
+	INSERT INTO customers (workspace_id, payer_id, paid_in, first_seen_at)
+	SELECT workspace_id, payer_id, amount, $3::timestamptz FROM b WHERE payer_id <> ''
+	ON CONFLICT (workspace_id, payer_id) DO UPDATE SET paid_in = customers.paid_in + EXCLUDED.paid_in
 ), l AS (
 	INSERT INTO ledger_entries (` + ledgerCols + `)
 	SELECT workspace_id, 'order_credit', amount, $2::text, $5::text, $8::timestamptz FROM o

@@ -96,7 +96,7 @@ func (s *Store) writer() querier { return s.w.DB }
 // statement per connection by itself.)
 var (
 	preparedWrites = []string{insertPayoutSQL, debitSQL, insertLedgerSQL, insertEventSQL,
-		settlePayoutSQL, settleBalanceSQL, insertOrderSQL, payOrderSQL, creditSQL,
+		settlePayoutSQL, settleBalanceSQL, insertOrderSQL, payOrderSQL, creditSQL, moveCustomerSQL,
 		savepointSQL, releaseSQL, rollbackToSQL}
 	preparedReads = []string{selectPayoutSQL, selectOrderSQL, balanceSQL, apiKeySQL, workspaceSQL}
 )
@@ -189,13 +189,13 @@ func (c timeCol) Scan(src any) error {
 	return nil
 }
 
-// hashCol scans a 32-byte BLOB/BYTEA.
+// hashCol scans a 32-byte BLOB/BYTEA (an API key's or a session token's hash).
 type hashCol struct{ h *[32]byte }
 
 func (c hashCol) Scan(src any) error {
 	b, ok := src.([]byte)
 	if !ok || len(b) != len(c.h) {
-		return fmt.Errorf("sqlstore: stored API key hash is not %d bytes", len(c.h))
+		return fmt.Errorf("sqlstore: stored hash is not %d bytes", len(c.h))
 	}
 	copy(c.h[:], b)
 	return nil
