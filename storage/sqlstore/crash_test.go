@@ -65,7 +65,7 @@ func TestCrash(t *testing.T) {
 			t.Fatalf("round %d: %v", round, err)
 		}
 		payouts := countAll(t, func(r payoutkit.PageRequest) (int, string, error) {
-			p, err := s.Payouts(t.Context(), ws, r)
+			p, err := s.Payouts(t.Context(), ws, payoutkit.PayoutFilter{}, r)
 			return len(p.Items), p.Next, err
 		})
 		debits := countAll(t, func(r payoutkit.PageRequest) (int, string, error) {

@@ -119,7 +119,7 @@ func TestStoreEdges(t *testing.T) {
 		wantIs(t, s.InsertAPIKey(ctx, payoutkit.APIKey{Prefix: "ZZZZZZZZ", WorkspaceID: "ws_missing", CreatedAt: now}), payoutkit.ErrNotFound)
 		wantIs(t, s.SetWebhook(ctx, "ws_missing", "", ""), payoutkit.ErrNotFound)
 		wantIs(t, s.MarkPayoutHandedOff(ctx, ws, "missing", now), payoutkit.ErrNotFound)
-		_, err = s.Payouts(ctx, "ws_missing", payoutkit.PageRequest{})
+		_, err = s.Payouts(ctx, "ws_missing", payoutkit.PayoutFilter{}, payoutkit.PageRequest{})
 		wantIs(t, err, payoutkit.ErrNotFound)
 		_, err = s.Audit(ctx, "ws_missing")
 		wantIs(t, err, payoutkit.ErrNotFound)
