@@ -92,10 +92,11 @@ func (s *Store) Event(ctx context.Context, workspaceID, eventID string) (payoutk
 	return ev, nil
 }
 
+const subjectEventsSQL = `SELECT ` + eventCols + ` FROM events WHERE workspace_id = $1 AND subject = $2 ORDER BY seq`
+
 // SubjectEvents implements payoutkit.Outbox.
 func (s *Store) SubjectEvents(ctx context.Context, workspaceID, subject string) ([]payoutkit.Event, error) {
-	rows, err := s.reader().QueryContext(ctx,
-		`SELECT `+eventCols+` FROM events WHERE workspace_id = $1 AND subject = $2 ORDER BY seq`, workspaceID, subject)
+	rows, err := s.reader().QueryContext(ctx, subjectEventsSQL, workspaceID, subject)
 	if err != nil {
 		return nil, translate(ctx, "subject events", err)
 	}
