@@ -8,7 +8,7 @@
 // to use.
 //
 // Every method that moves money is one transaction holding the balance
-// change, its ledger entry and its event. The database itself enforces the
+// change, its ledger entry, the customer's totals and its event. The database itself enforces the
 // money rules: a conditional UPDATE refuses an overdraft, UNIQUE constraints
 // refuse a second payout or order with the same id and a second ledger entry
 // for the same cause, CHECK constraints refuse negative balances.
@@ -20,8 +20,9 @@
 // (its creation and settlement, order credits, the outbox and hand-off
 // claims, delivery attempts) are group committed: concurrent ones share a
 // transaction, each in its own savepoint, and so share its fsync (see
-// committer). Administrative writes (workspaces, keys, webhooks) keep
-// transactions of their own on the writer connection. On PostgreSQL, the money movements are
+// committer). Administrative writes (workspaces, keys, webhooks, staff
+// users, portal sessions, sign-in failures) keep transactions of their own
+// on the writer connection. On PostgreSQL, the money movements are
 // single statements (data-modifying CTEs), and dispatchers on several
 // instances claim outbox events with SELECT ... FOR UPDATE SKIP LOCKED.
 package sqlstore
