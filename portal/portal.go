@@ -63,8 +63,6 @@ type Options struct {
 	// Logger receives one line per request and the details of internal
 	// errors. Defaults to slog.Default().
 	Logger *slog.Logger
-	// Now is the clock of Retry-After and cookie expiry. Defaults to time.Now.
-	Now func() time.Time
 	// SessionMaxAge is the lifetime given to the session cookie; it should
 	// match the engine's Config.SessionMaxAge. Defaults to
 	// payoutkit.DefaultSessionMaxAge.
@@ -75,7 +73,6 @@ type Options struct {
 type Handler struct {
 	svc    Service
 	log    *slog.Logger
-	now    func() time.Time
 	maxAge time.Duration
 	pages  *pages
 	root   http.Handler
@@ -89,13 +86,10 @@ func New(svc Service, opts Options) *Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
 	if opts.SessionMaxAge <= 0 {
 		opts.SessionMaxAge = payoutkit.DefaultSessionMaxAge
 	}
-	h := &Handler{svc: svc, log: opts.Logger, now: opts.Now, maxAge: opts.SessionMaxAge, pages: parsePages()}
+	h := &Handler{svc: svc, log: opts.Logger, maxAge: opts.SessionMaxAge, pages: parsePages()}
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /login", h.loginPage)
@@ -132,7 +126,7 @@ func New(svc Service, opts Options) *Handler {
 // ServeHTTP serves one request, with the security headers every portal
 // answer carries.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := h.now()
+	start := time.Now()
 	hdr := w.Header()
 	hdr.Set("Content-Security-Policy", contentSecurityPolicy)
 	hdr.Set("X-Content-Type-Options", "nosniff")
@@ -143,7 +137,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.root.ServeHTTP(rec, r)
 	h.log.LogAttrs(r.Context(), slog.LevelInfo, "portal request",
 		slog.String("method", r.Method), slog.String("path", r.URL.Path),
-		slog.Int("status", rec.status()), slog.Duration("duration", h.now().Sub(start)))
+		slog.Int("status", rec.status()), slog.Duration("duration", time.Since(start)))
 }
 
 // contentSecurityPolicy allows the portal's own stylesheet, images and
