@@ -1,0 +1,144 @@
+package portal_test
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/portal"
+	"github.com/payoutkit/payoutkit/storage/sqlstore"
+)
+
+// benchPayouts is the size of the workspace the page benchmarks read.
+const benchPayouts = 1_000_000
+
+var benchDir string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchDir != "" {
+		os.RemoveAll(benchDir)
+	}
+	os.Exit(code)
+}
+
+// bigWorkspace is a SQLite database holding one workspace with a million
+// payouts (a tenth failed, a tenth completed, 10,000 payers), built once per
+// process with one INSERT … SELECT, since a million engine calls would
+// take minutes. The rows are what the engine would write; the balance is
+// not derived from them, which the pages read here do not need.
+var bigWorkspace = sync.OnceValues(func() (fixture, error) {
+	dir, err := os.MkdirTemp("", "payoutkit-portal-bench-")
+	if err != nil {
+		return fixture{}, err
+	}
+	benchDir = dir
+	ctx := context.Background()
+	path := filepath.Join(dir, "big.db")
+	store, err := sqlstore.Open(ctx, path, sqlstore.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		return fixture{}, err
+	}
+	engine, err := payoutkit.New(store, &payoutkit.Config{PasswordCost: bcrypt.MinCost, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return fixture{}, err
+	}
+	nw, err := engine.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Big"})
+	if err != nil {
+		return fixture{}, err
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		return fixture{}, err
+	}
+	defer db.Close()
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
+	if _, err := db.ExecContext(ctx, `INSERT INTO payouts
+		(workspace_id, payout_id, status, amount, asset, network, address, payer_id, txid, failure_reason, created_at, updated_at)
+		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $2)
+		SELECT $1, 'po-' || i, CASE i % 10 WHEN 0 THEN 'failed' WHEN 1 THEN 'completed' ELSE 'submitted' END,
+			100 + i % 5000, 'USDT', 'TRON', 'TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t', 'payer-' || (i % 10000),
+			CASE i % 10 WHEN 1 THEN 'tx-' || i ELSE '' END, CASE i % 10 WHEN 0 THEN 'bounced' ELSE '' END,
+			$3 + i * 1000000, $3 + i * 1000000
+		FROM n`, nw.Workspace.ID, benchPayouts, start); err != nil {
+		return fixture{}, err
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO customers (workspace_id, payer_id, paid_in, paid_out, in_progress, first_seen_at)
+		SELECT workspace_id, payer_id, 0,
+			SUM(CASE status WHEN 'completed' THEN amount ELSE 0 END), SUM(CASE status WHEN 'submitted' THEN amount ELSE 0 END), MIN(created_at)
+		FROM payouts WHERE workspace_id = $1 GROUP BY payer_id ORDER BY MIN(seq)`, nw.Workspace.ID); err != nil {
+		return fixture{}, err
+	}
+	if _, err := db.ExecContext(ctx, `ANALYZE`); err != nil {
+		return fixture{}, err
+	}
+	session, err := engine.SignInSession(ctx, nw.StaffEmail, nw.StaffPassword)
+	if err != nil {
+		return fixture{}, err
+	}
+	return fixture{
+		handler: portal.New(engine, portal.Options{Logger: slog.New(slog.DiscardHandler)}),
+		cookie:  &http.Cookie{Name: portal.SessionCookie, Value: session.Token},
+	}, nil
+})
+
+type fixture struct {
+	handler http.Handler
+	cookie  *http.Cookie
+}
+
+// BenchmarkPageMillionPayouts renders portal pages of 50 rows server-side
+// (session check, reads, template) in a workspace of a million payouts.
+func BenchmarkPageMillionPayouts(b *testing.B) {
+	fx, err := bigWorkspace()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, path := range []string{
+		"/withdrawals", "/withdrawals?cursor=500000", "/withdrawals?status=failed", "/withdrawals?status=completed&cursor=500001",
+		"/withdrawals?q=payer-4242", "/withdrawals?q=po-777777", "/withdrawals/po-123456", "/customers", "/",
+	} {
+		b.Run(path, func(b *testing.B) {
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodGet, path, nil)
+				req.AddCookie(fx.cookie)
+				rec := httptest.NewRecorder()
+				fx.handler.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("GET %s: %d", path, rec.Code)
+				}
+			}
+		})
+	}
+}
+
+// TestMillionPayoutsPageRows checks what the benchmark renders: full pages
+// of the right rows, so the figure is for the real work.
+func TestMillionPayoutsPageRows(t *testing.T) {
+	if testing.Short() || os.Getenv("PAYOUTKIT_BENCH_FIXTURE") == "" {
+		t.Skip("set PAYOUTKIT_BENCH_FIXTURE=1 to build the million-payout fixture (about a minute)")
+	}
+	fx, err := bigWorkspace()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]int{"/withdrawals": 50, "/withdrawals?status=failed": 50, "/withdrawals?q=payer-4242": 50, "/withdrawals?q=po-777777": 1} {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.AddCookie(fx.cookie)
+		rec := httptest.NewRecorder()
+		fx.handler.ServeHTTP(rec, req)
+		if got := len(rowIDs(rec.Body.String())); rec.Code != http.StatusOK || got != want {
+			t.Errorf("GET %s: %d with %d rows; want %d", path, rec.Code, got, want)
+		}
+	}
+}
