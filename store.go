@@ -117,7 +117,9 @@ type LedgerStore interface {
 }
 
 // Outbox holds events until they are delivered. Events enter it only through
-// the money-moving methods above, in the same transaction as their change.
+// the money-moving methods above, in the same transaction as their change;
+// an event of a workspace that has no webhook URL at that moment enters it
+// failed, with NoWebhookURLError, and is never claimed unless resent.
 type Outbox interface {
 	// ClaimEvents leases up to limit events that are due (pending, next attempt
 	// at or before now, no live lease) to owner until leaseUntil, oldest first.

@@ -34,6 +34,12 @@ const (
 	DeliveryFailed    DeliveryState = "failed"
 )
 
+// NoWebhookURLError is the LastError of an event recorded while its
+// workspace had no webhook URL. Such an event is kept, failed, and never
+// attempted, so that setting a URL later does not send it; a resend does
+// (contract, section 5).
+const NoWebhookURLError = "not sent: the workspace had no webhook URL"
+
 // Event is a recorded change, with its webhook delivery state.
 type Event struct {
 	ID          string // evt_…

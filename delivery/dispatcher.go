@@ -291,18 +291,17 @@ func (d *Dispatcher) now() time.Time { return d.cfg.Clock.Now().UTC().Truncate(t
 // work ends well within its lease.
 func (d *Dispatcher) attemptTimeout() time.Duration { return d.cfg.Lease / 2 }
 
-// errNoWebhookURL is the attempt error of an event whose workspace has no
-// webhook URL.
-var errNoWebhookURL = errors.New("workspace has no webhook URL")
+// errNoWebhookURL is the attempt error of an event whose workspace's URL
+// was removed while the event waited for a retry.
+var errNoWebhookURL = errors.New(payoutkit.NoWebhookURLError)
 
 // maxError bounds the error text kept with an attempt.
 const maxError = 512
 
-// deliver makes one attempt at delivering ev and records it. A workspace
-// without a webhook URL gets the same attempt, recorded as failed, on the
-// same schedule: a URL set within the schedule's 44 hours
-// receives the pending events at their next attempt, and older ones can be
-// resent by hand.
+// deliver makes one attempt at delivering ev and records it. Events of a
+// workspace without a webhook URL are stored failed and never claimed; one
+// claimed after its workspace's URL was removed fails at once, without a
+// retry (a resend sends it again).
 func (d *Dispatcher) deliver(ctx context.Context, ev payoutkit.Event, _ time.Time) time.Time {
 	log := d.log.With("event_id", ev.ID, "event_type", ev.Type, "workspace_id", ev.WorkspaceID)
 	ws, err := d.store.Workspace(ctx, ev.WorkspaceID)
@@ -334,7 +333,7 @@ func (d *Dispatcher) deliver(ctx context.Context, ev payoutkit.Event, _ time.Tim
 		a.Error = cleanText([]byte(err.Error()), maxError)
 		next.LastError = a.Error
 		next.State = payoutkit.DeliveryFailed
-		if a.Attempt <= len(d.cfg.RetryDelays) {
+		if a.Attempt <= len(d.cfg.RetryDelays) && !errors.Is(err, errNoWebhookURL) {
 			next.State, next.NextAttemptAt = payoutkit.DeliveryPending, d.retryAt(a.Attempt)
 		}
 	}
@@ -352,7 +351,11 @@ func (d *Dispatcher) deliver(ctx context.Context, ev payoutkit.Event, _ time.Tim
 	case payoutkit.DeliveryPending:
 		log.InfoContext(ctx, "webhook attempt failed; will retry", "attempt", a.Attempt, "status", a.StatusCode,
 			"err", a.Error, "next_attempt_at", next.NextAttemptAt)
-	default:
+	case payoutkit.DeliveryFailed:
+		if errors.Is(err, errNoWebhookURL) {
+			log.DebugContext(ctx, "webhook not sent: the workspace has no webhook URL")
+			break
+		}
 		log.WarnContext(ctx, "webhook delivery failed; giving up", "attempt", a.Attempt, "status", a.StatusCode, "err", a.Error)
 	}
 	return time.Time{}

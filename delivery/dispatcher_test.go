@@ -286,27 +286,78 @@ func TestJitterOnlyDelays(t *testing.T) {
 	}
 }
 
+// TestNoWebhookURL: a workspace without a URL keeps its events but nothing
+// is attempted or retried; a URL set later does not send older events, a
+// resend does; a URL removed while events are pending ends their retries.
 func TestNoWebhookURL(t *testing.T) {
 	e := newEnv(t, nil)
 	ws := e.workspace(nil)
 	e.fund(ws.ID, "1.00")
-	ev := e.events(ws.ID)[0]
-	e.start(Config{})
-	a := e.waitAttempts(ws.ID, ev.ID, 1)
-	if a[0].Error != "workspace has no webhook URL" || a[0].StatusCode != 0 {
-		t.Fatalf("attempt %+v", a[0])
+	old := e.events(ws.ID)[0]
+	if old.State != payoutkit.DeliveryFailed || old.LastError != payoutkit.NoWebhookURLError {
+		t.Fatalf("event without a URL: %+v", old.EventDelivery)
 	}
-	// A URL set before the next attempt gets the event then.
+	e.start(Config{})
 	r := newReceiver(t)
 	r.setSecret(ws.WebhookSecret)
 	if _, err := e.eng.SetWebhookURL(e.ctx, ws.ID, r.srv.URL); err != nil {
 		t.Fatal(err)
 	}
-	e.clock.Advance(10 * time.Second)
-	r.waitCount(1)
-	a = e.waitAttempts(ws.ID, ev.ID, 2)
-	if a[1].StatusCode != 200 || !a[1].At.Equal(t0.Add(10*time.Second)) || !r.requests()[0].SigOK {
-		t.Fatalf("attempt %+v", a[1])
+	// A new event goes out; the older one, claimed first if it were due,
+	// does not.
+	// polled moves the clock a second at a time until n requests arrived,
+	// so that the dispatcher's next poll comes whenever it waits for one.
+	polled := func(n int) {
+		t.Helper()
+		waitFor(t, "webhook requests", func() bool {
+			e.clock.Advance(time.Second)
+			return len(r.requests()) >= n
+		})
+	}
+	e.fund(ws.ID, "2.00")
+	polled(1)
+	e.clock.Advance(48 * time.Hour)
+	e.fund(ws.ID, "3.00")
+	polled(2)
+	for _, req := range r.requests() {
+		if req.Event.ID == old.ID {
+			t.Fatal("setting a URL sent an event recorded before it")
+		}
+	}
+	if a, _ := e.store.DeliveryAttempts(e.ctx, ws.ID, old.ID); len(a) != 0 {
+		t.Fatalf("attempts of an event recorded without a URL: %+v", a)
+	}
+	if err := e.eng.ResendEvent(e.ctx, ws.ID, old.ID); err != nil {
+		t.Fatal(err)
+	}
+	polled(3)
+	if a := e.waitAttempts(ws.ID, old.ID, 1); a[0].StatusCode != 200 {
+		t.Fatalf("resent attempt %+v", a[0])
+	}
+
+	// The URL removed while an event waits for its retry: the retry gives
+	// up at once instead of running the schedule.
+	r.setRespond(func(*http.Request, request) (int, string) { return 500, "down" })
+	e.fund(ws.ID, "4.00")
+	polled(4)
+	evs := e.events(ws.ID)
+	pending := evs[len(evs)-1]
+	if _, err := e.eng.SetWebhookURL(e.ctx, ws.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the event to fail", func() bool {
+		e.clock.Advance(10 * time.Second)
+		ev, err := e.store.Event(e.ctx, ws.ID, pending.ID)
+		return err == nil && ev.State == payoutkit.DeliveryFailed
+	})
+	a := e.attempts(ws.ID, pending.ID)
+	if last := a[len(a)-1]; len(a) < 2 || a[0].StatusCode != 500 || last.Error != payoutkit.NoWebhookURLError || last.StatusCode != 0 {
+		t.Fatalf("attempts after the URL was removed: %+v", a)
+	}
+	e.clock.Advance(48 * time.Hour)
+	time.Sleep(20 * time.Millisecond)
+	if n := len(e.attempts(ws.ID, pending.ID)); n != len(a) {
+		t.Fatalf("%d attempts after giving up; want %d", n, len(a))
 	}
 }
 

@@ -529,6 +529,9 @@ func (s *Store) addLedger(w *workspace, kind payoutkit.LedgerKind, amount payout
 }
 
 func (s *Store) addEvent(w *workspace, ev payoutkit.Event) {
+	if w.ws.WebhookURL == "" {
+		ev.EventDelivery = payoutkit.EventDelivery{State: payoutkit.DeliveryFailed, LastError: payoutkit.NoWebhookURLError}
+	}
 	row := &event{Event: ev, seq: s.next()}
 	s.events[ev.ID] = row
 	w.eventList = append(w.eventList, row)

@@ -78,7 +78,7 @@ func benchStores(b *testing.B) []benchStore {
 		s := st.open()
 		b.Cleanup(func() { s.Close() })
 		eng := newEngine(b, s)
-		nw, err := eng.CreateWorkspace(b.Context(), payoutkit.CreateWorkspaceRequest{Name: "Bench"})
+		nw, err := eng.CreateWorkspace(b.Context(), payoutkit.CreateWorkspaceRequest{Name: "Bench", WebhookURL: "https://hooks.example/payoutkit"})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -37,7 +37,7 @@ func newBatchEnv(t *testing.T, funds payoutkit.Amount) *batchEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nw, err := eng.CreateWorkspace(t.Context(), payoutkit.CreateWorkspaceRequest{Name: "Batch"})
+	nw, err := eng.CreateWorkspace(t.Context(), payoutkit.CreateWorkspaceRequest{Name: "Batch", WebhookURL: "https://hooks.example/payoutkit"})
 	if err != nil {
 		t.Fatal(err)
 	}

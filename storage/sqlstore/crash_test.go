@@ -37,7 +37,7 @@ func TestCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nw, err := newEngine(t, s).CreateWorkspace(t.Context(), payoutkit.CreateWorkspaceRequest{Name: "Crash"})
+	nw, err := newEngine(t, s).CreateWorkspace(t.Context(), payoutkit.CreateWorkspaceRequest{Name: "Crash", WebhookURL: "https://hooks.example/payoutkit"})
 	if err != nil {
 		t.Fatal(err)
 	}

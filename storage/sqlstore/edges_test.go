@@ -36,7 +36,7 @@ func TestRoundTrip(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, s *sqlstore.Store) {
 		ctx := t.Context()
 		eng := newEngine(t, s)
-		nw, err := eng.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Round trip"})
+		nw, err := eng.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Round trip", WebhookURL: "https://hooks.example/payoutkit"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +99,7 @@ func TestStoreEdges(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, s *sqlstore.Store) {
 		ctx := t.Context()
 		eng := newEngine(t, s)
-		nw, err := eng.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Edges"})
+		nw, err := eng.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Edges", WebhookURL: "https://hooks.example/payoutkit"})
 		if err != nil {
 			t.Fatal(err)
 		}

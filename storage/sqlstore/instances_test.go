@@ -57,7 +57,7 @@ func TestPostgresInstancesRace(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		engines[i] = newEngine(t, s)
 	}
-	nw, err := engines[0].CreateWorkspace(t.Context(), payoutkit.CreateWorkspaceRequest{Name: "Race"})
+	nw, err := engines[0].CreateWorkspace(t.Context(), payoutkit.CreateWorkspaceRequest{Name: "Race", WebhookURL: "https://hooks.example/payoutkit"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestPostgresInstancesClaim(t *testing.T) {
 	a, b := openPostgres(t, dsn), openPostgres(t, dsn)
 	t.Cleanup(func() { a.Close(); b.Close() })
 	eng := newEngine(t, a)
-	nw, err := eng.CreateWorkspace(t.Context(), payoutkit.CreateWorkspaceRequest{Name: "Claim"})
+	nw, err := eng.CreateWorkspace(t.Context(), payoutkit.CreateWorkspaceRequest{Name: "Claim", WebhookURL: "https://hooks.example/payoutkit"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestPostgresLeastPrivilege(t *testing.T) {
 	s := openPostgres(t, u.String())
 	defer s.Close()
 	eng := newEngine(t, s)
-	nw, err := eng.CreateWorkspace(t.Context(), payoutkit.CreateWorkspaceRequest{Name: "App"})
+	nw, err := eng.CreateWorkspace(t.Context(), payoutkit.CreateWorkspaceRequest{Name: "App", WebhookURL: "https://hooks.example/payoutkit"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -223,7 +223,7 @@ func TestSQLiteBusy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nw, err := eng.CreateWorkspace(t.Context(), payoutkit.CreateWorkspaceRequest{Name: "Busy"})
+	nw, err := eng.CreateWorkspace(t.Context(), payoutkit.CreateWorkspaceRequest{Name: "Busy", WebhookURL: "https://hooks.example/payoutkit"})
 	if err != nil {
 		t.Fatal(err)
 	}

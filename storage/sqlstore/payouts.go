@@ -19,8 +19,6 @@ const (
 	debitSQL = `UPDATE balances SET available = available - $2, in_progress = in_progress + $2
 		WHERE workspace_id = $1 AND available >= $2`
 	insertLedgerSQL = `INSERT INTO ledger_entries (` + ledgerCols + `) VALUES ($1, $2, $3, $4, $5, $6)`
-	// insertEventSQL takes $1 workspace_id and $2-$10 eventArgs.
-	insertEventSQL  = `INSERT INTO events (` + eventCols + `) VALUES ($2, $1, $3, $4, $5, $6, $7, $8, $9, $10)`
 	selectPayoutSQL = `SELECT ` + payoutCols + ` FROM payouts WHERE workspace_id = $1 AND payout_id = $2`
 	// SQLite's SettlePayout: the conditional status change, then the balance.
 	settlePayoutSQL = `UPDATE payouts SET status = $3, txid = $4, failure_reason = $5, updated_at = $6
@@ -50,6 +48,10 @@ const (
 	payoutsByPayerStatusSQL = `SELECT ` + payoutCols + `, seq FROM payouts
 		WHERE workspace_id = $1 AND payer_id = $4 AND status = $5 AND seq < $2 ORDER BY seq DESC LIMIT $3`
 )
+
+// insertEventSQL takes $1 workspace_id and $2-$10 eventArgs; see eventValues.
+var insertEventSQL = `INSERT INTO events (` + eventCols + `)
+	SELECT $2, w.id, ` + eventValues([]string{"$3", "$4", "$5", "$6", "$7", "$8", "$9", "$10"}) + ` FROM workspaces w WHERE w.id = $1`
 
 // CreatePayout implements payoutkit.PayoutStore: insert the payout unless
 // its id is taken, debit the balance if it covers the amount, record the

@@ -3,6 +3,8 @@ package sqlstore
 import (
 	"fmt"
 	"strings"
+
+	"github.com/payoutkit/payoutkit"
 )
 
 // queries holds the statements that differ between the dialects. The rest
@@ -77,13 +79,22 @@ func pgEventInsert(from string, first int) string {
 		p[i] = fmt.Sprintf("$%d::%s", first+i, c)
 	}
 	return fmt.Sprintf(`INSERT INTO events (%s)
-	SELECT %s, workspace_id, %s FROM %s`, eventCols, p[0], strings.Join(p[1:], ", "), from)
+	SELECT %s, f.workspace_id, %s FROM %s f JOIN workspaces w ON w.id = f.workspace_id`, eventCols, p[0], eventValues(p[1:]), from)
 }
 
-// The customer totals hang on the balance change of each statement below
-// (they read its RETURNING), so that they move only when it did, and lock
-// the customer's row after the balance's row, in the same order in every
-// statement.
+// eventValues renders an event's values after id and workspace_id from
+// their placeholders (eventArgs order), for a row w of workspaces: the
+// event of a workspace without a webhook URL is stored failed, never to be
+// attempted, with payoutkit.NoWebhookURLError as its last error.
+func eventValues(p []string) string {
+	const noURL = `CASE WHEN w.webhook_url = '' THEN `
+	return strings.Join([]string{p[0], p[1], p[2], p[3],
+		noURL + `'failed' ELSE ` + p[4] + ` END`,
+		p[5],
+		noURL + `NULL ELSE ` + p[6] + ` END`,
+		noURL + `'` + payoutkit.NoWebhookURLError + `' ELSE ` + p[7] + ` END`,
+	}, ", ")
+}
 
 // pgCreatePayoutSQL: $1-$12 the payout (payoutArgs), $13-$21 the event
 // (eventArgs). It inserts the payout unless its id is taken, debits the

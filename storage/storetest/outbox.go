@@ -9,6 +9,47 @@ import (
 )
 
 func testOutbox(t *testing.T, open Open) {
+	t.Run("NoWebhookURLNothingAttempted", func(t *testing.T) {
+		e := newEnv(t, open)
+		nw, err := e.eng.CreateWorkspace(e.ctx, payoutkit.CreateWorkspaceRequest{Name: "No URL"})
+		noErr(t, err)
+		ws := nw.Workspace.ID
+		e.fund(ws, "10.00")
+		must[payoutkit.Payout](t)(first(e.payout(ws, "po-1", "4.00")))
+		must[payoutkit.Payout](t)(e.eng.FailPayout(e.ctx, ws, "po-1", "bounced"))
+		claim := func() []payoutkit.Event {
+			return must[[]payoutkit.Event](t)(e.store.ClaimEvents(e.ctx, "w", time.Now().Add(time.Hour), time.Now().Add(2*time.Hour), 100))
+		}
+		// Kept as history, failed without an attempt, never claimed.
+		page := must[payoutkit.Page[payoutkit.Event]](t)(e.store.Events(e.ctx, ws, payoutkit.PageRequest{}))
+		if len(page.Items) != 3 {
+			t.Fatalf("%d events; want 3", len(page.Items))
+		}
+		for _, ev := range page.Items {
+			if ev.State != payoutkit.DeliveryFailed || ev.Attempts != 0 || ev.LastError != payoutkit.NoWebhookURLError || !ev.NextAttemptAt.IsZero() {
+				t.Fatalf("event of a workspace without a URL: %+v", ev.EventDelivery)
+			}
+		}
+		if got := claim(); len(got) != 0 {
+			t.Fatalf("claimed %d events of a workspace without a URL", len(got))
+		}
+		// A URL set later does not send them; a resend does.
+		must[payoutkit.Workspace](t)(e.eng.SetWebhookURL(e.ctx, ws, "https://hooks.example/late"))
+		if got := claim(); len(got) != 0 {
+			t.Fatalf("setting a URL sent %d older events", len(got))
+		}
+		noErr(t, e.eng.ResendEvent(e.ctx, ws, page.Items[2].ID))
+		if got := claim(); len(got) != 1 || got[0].ID != page.Items[2].ID {
+			t.Fatalf("after a resend, claimed %v", got)
+		}
+		// New events of the workspace are pending now.
+		must[payoutkit.Payout](t)(first(e.payout(ws, "po-2", "1.00")))
+		evs := must[[]payoutkit.Event](t)(e.store.SubjectEvents(e.ctx, ws, "payout:po-2"))
+		if len(evs) != 1 || evs[0].State != payoutkit.DeliveryPending {
+			t.Fatalf("event after the URL was set: %+v", evs)
+		}
+	})
+
 	t.Run("EventsRecordedWithChanges", func(t *testing.T) {
 		e := newEnv(t, open)
 		ws := e.workspace().Workspace.ID

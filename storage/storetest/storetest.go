@@ -53,10 +53,11 @@ func newEnv(t *testing.T, open Open) *env {
 	return &env{t: t, ctx: t.Context(), store: store, eng: eng}
 }
 
-// workspace creates a workspace and returns it with its first API key.
+// workspace creates a workspace with a webhook URL and returns it with its
+// first API key.
 func (e *env) workspace() payoutkit.NewWorkspace {
 	e.t.Helper()
-	nw, err := e.eng.CreateWorkspace(e.ctx, payoutkit.CreateWorkspaceRequest{Name: "Acme"})
+	nw, err := e.eng.CreateWorkspace(e.ctx, payoutkit.CreateWorkspaceRequest{Name: "Acme", WebhookURL: "https://hooks.example/payoutkit"})
 	if err != nil {
 		e.t.Fatalf("CreateWorkspace: %v", err)
 	}
