@@ -142,6 +142,11 @@ type Outbox interface {
 	DeliveryAttempts(ctx context.Context, workspaceID, eventID string) ([]DeliveryAttempt, error)
 	// ResendEvent makes a failed or delivered event pending again, due at now.
 	ResendEvent(ctx context.Context, workspaceID, eventID string, now time.Time) error
+	// PruneEvents deletes up to limit delivered events recorded before
+	// before, oldest first, with their delivery attempts, across
+	// workspaces, and returns how many it deleted. Failed and pending events
+	// are kept, as are payouts, orders and the ledger.
+	PruneEvents(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // StaffStore keeps staff logins, their portal sessions and the sign-in

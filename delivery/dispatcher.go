@@ -33,6 +33,7 @@ type Store interface {
 	ResendEvent(ctx context.Context, workspaceID, eventID string, now time.Time) error
 	Workspace(ctx context.Context, id string) (payoutkit.Workspace, error)
 	ClaimPayoutHandoffs(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.Payout, error)
+	PruneEvents(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 var _ Store = payoutkit.Store(nil)
@@ -90,9 +91,25 @@ type Config struct {
 	// all come back together. Defaults to 0.1; a negative value turns jitter
 	// off.
 	Jitter float64
+	// Retention is how long delivered events (and their attempts) are kept:
+	// every RetentionInterval the dispatcher deletes those recorded longer
+	// ago, in small batches. Failed and pending events, payouts, orders and
+	// the ledger are kept forever. Defaults to 30 days; a negative value
+	// keeps everything.
+	Retention time.Duration
+	// RetentionInterval is how often the dispatcher prunes. Defaults to 10
+	// minutes.
+	RetentionInterval time.Duration
 	// Logger receives the dispatcher's logs. Defaults to slog.Default().
 	Logger *slog.Logger
 }
+
+// DefaultRetention is how long delivered events are kept by default.
+const DefaultRetention = 30 * 24 * time.Hour
+
+// pruneBatch is how many events one pruning statement deletes: small, so
+// that it never holds the write lock for long.
+const pruneBatch = 500
 
 // RetryDelays returns the contract's retry schedule: the waits after the
 // first through eighth failed attempts.
@@ -138,6 +155,12 @@ func (c *Config) withDefaults() *Config {
 	if out.Jitter < 0 {
 		out.Jitter = 0
 	}
+	if out.Retention == 0 {
+		out.Retention = DefaultRetention
+	}
+	if out.RetentionInterval == 0 {
+		out.RetentionInterval = 10 * time.Minute
+	}
 	if out.Logger == nil {
 		out.Logger = slog.Default()
 	}
@@ -158,6 +181,8 @@ func (c *Config) validate() error {
 		return errors.New("delivery: MaxPerWorkspace must not be negative")
 	case c.Jitter > 1:
 		return errors.New("delivery: Jitter must be at most 1")
+	case c.RetentionInterval < 0:
+		return errors.New("delivery: RetentionInterval must not be negative")
 	}
 	for _, d := range c.RetryDelays {
 		if d <= 0 {
@@ -243,6 +268,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	} else {
 		close(done)
 	}
+	pruned := make(chan struct{})
+	go func() {
+		defer close(pruned)
+		d.pruneLoop(ctx)
+	}()
+	defer func() { <-pruned }()
 	run(ctx, d, leased[payoutkit.Event]{
 		name: "events",
 		claim: func(ctx context.Context, now, until time.Time, limit int) ([]payoutkit.Event, error) {
@@ -262,6 +293,45 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	<-done
 	d.log.Info("dispatcher stopped")
 	return nil
+}
+
+// pruneLoop deletes delivered events older than the retention, at once and
+// then every RetentionInterval, until ctx is cancelled.
+func (d *Dispatcher) pruneLoop(ctx context.Context) {
+	if d.cfg.Retention < 0 {
+		return
+	}
+	for {
+		d.prune(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.cfg.Clock.At(d.now().Add(d.cfg.RetentionInterval)):
+		}
+	}
+}
+
+// prune deletes, batch after batch, the delivered events recorded before
+// the retention; a store error waits for the next round (logged once).
+func (d *Dispatcher) prune(ctx context.Context) {
+	before := d.now().Add(-d.cfg.Retention)
+	total := 0
+	for ctx.Err() == nil {
+		n, err := d.store.PruneEvents(ctx, before, pruneBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.log.WarnContext(ctx, "pruning delivered events; will try again", "err", err)
+			}
+			break
+		}
+		total += n
+		if n < pruneBatch {
+			break
+		}
+	}
+	if total > 0 {
+		d.log.InfoContext(ctx, "pruned delivered events", "count", total, "recorded_before", before)
+	}
 }
 
 // Resend makes a failed (or delivered) event of the workspace pending again,

@@ -644,3 +644,36 @@ func TestReceiverVerifiesWithLibrary(t *testing.T) {
 	waitFor(t, "delivery", func() bool { return got.Load() == 1 })
 	waitFor(t, "delivered", func() bool { return e.events(nw.Workspace.ID)[0].State == payoutkit.DeliveryDelivered })
 }
+
+// TestRetention: delivered events go after the retention, in the
+// background; failed ones stay.
+func TestRetention(t *testing.T) {
+	e := newEnv(t, nil)
+	r := newReceiver(t)
+	ws := e.workspace(r)
+	quiet := e.workspace(nil) // no URL: its events are failed, and kept
+	e.fund(ws.ID, "1.00")
+	e.fund(quiet.ID, "1.00")
+	e.start(Config{})
+	e.waitDelivered(ws.ID)
+	delivered := e.events(ws.ID)[0]
+
+	e.clock.Advance(29 * 24 * time.Hour)
+	time.Sleep(20 * time.Millisecond)
+	if len(e.events(ws.ID)) != 1 {
+		t.Fatal("an event was pruned before the retention")
+	}
+	waitFor(t, "the delivered event pruned", func() bool {
+		e.clock.Advance(time.Hour)
+		return len(e.events(ws.ID)) == 0
+	})
+	if len(e.events(quiet.ID)) != 1 {
+		t.Fatal("a failed event was pruned")
+	}
+	if _, err := e.store.Event(e.ctx, ws.ID, delivered.ID); !errors.Is(err, payoutkit.ErrNotFound) {
+		t.Fatalf("the pruned event: %v", err)
+	}
+	if b, _ := e.eng.Balance(e.ctx, ws.ID); b.Available.String() != "1.00" {
+		t.Fatalf("balance after pruning: %v", b)
+	}
+}

@@ -42,6 +42,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rateLimit := fs.Float64("rate-limit", 0, "requests per second allowed per API key (0: no limit)")
 	allowPrivate := fs.Bool("webhook-allow-private", false, "deliver webhooks to loopback and private addresses outside the sandbox too")
 	withPortal := fs.Bool("portal", true, "serve the staff portal at / beside /v1")
+	retention := fs.Duration("event-retention", delivery.DefaultRetention, "delete delivered webhook events recorded longer ago than this `duration` (negative: keep all)")
 	if err := parseFlags(fs, args, nil); err != nil {
 		return err
 	}
@@ -52,6 +53,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usagef("-sandbox-settle-after needs -sandbox")
 	case *rateLimit < 0:
 		return usagef("-rate-limit must not be negative")
+	case *retention == 0:
+		return usagef("-event-retention must not be zero (negative keeps every event)")
 	}
 
 	log := newLogger(stderr)
@@ -75,9 +78,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	dispatcher, err := delivery.New(store, &delivery.Config{
-		HandOff:  engine,
-		Notifier: &delivery.HTTPNotifier{AllowPrivate: *sandbox || *allowPrivate},
-		Logger:   log,
+		HandOff:   engine,
+		Notifier:  &delivery.HTTPNotifier{AllowPrivate: *sandbox || *allowPrivate},
+		Retention: *retention,
+		Logger:    log,
 	})
 	if err != nil {
 		return err

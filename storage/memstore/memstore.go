@@ -652,6 +652,26 @@ func (s *Store) ResendEvent(_ context.Context, workspaceID, eventID string, now 
 	return nil
 }
 
+// PruneEvents implements payoutkit.Outbox.
+func (s *Store) PruneEvents(_ context.Context, before time.Time, limit int) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var old []*event
+	for _, e := range s.events {
+		if e.State == payoutkit.DeliveryDelivered && e.CreatedAt.Before(before) {
+			old = append(old, e)
+		}
+	}
+	slices.SortFunc(old, func(a, b *event) int { return int(a.seq - b.seq) })
+	old = old[:min(limit, len(old))]
+	for _, e := range old {
+		delete(s.events, e.ID)
+		w := s.workspaces[e.WorkspaceID]
+		w.eventList = slices.DeleteFunc(w.eventList, func(x *event) bool { return x == e })
+	}
+	return len(old), nil
+}
+
 // pageOf cuts one newest-first page out of rows kept oldest first.
 func pageOf[R, T any](rows []R, req payoutkit.PageRequest, item func(R) (int64, T)) (payoutkit.Page[T], error) {
 	req = req.Normalize()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/payoutkit/payoutkit"
@@ -139,4 +140,54 @@ func (s *Store) ResendEvent(ctx context.Context, workspaceID, eventID string, no
 	// Already pending, or not there.
 	_, err = s.Event(ctx, workspaceID, eventID)
 	return err
+}
+
+// PruneEvents implements payoutkit.Outbox. On PostgreSQL it is one
+// statement. On SQLite the candidates are found on the read pool, so that
+// the search (a scan when there is nothing to prune) never holds the write
+// lock, and deleted in one short write that checks them again.
+func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	if s.pg() {
+		var n int
+		err := s.writer().QueryRowContext(ctx, `WITH d AS (
+			SELECT seq, id FROM events WHERE state = 'delivered' AND created_at < $1
+			ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED
+		), a AS (
+			DELETE FROM delivery_attempts WHERE event_id IN (SELECT id FROM d)
+		), e AS (
+			DELETE FROM events WHERE seq IN (SELECT seq FROM d) RETURNING 1
+		)
+		SELECT count(*) FROM e`, s.ts(before), limit).Scan(&n)
+		return n, translate(ctx, "prune events", err)
+	}
+	rows, err := s.reader().QueryContext(ctx,
+		`SELECT seq FROM events WHERE state = 'delivered' AND created_at < $1 ORDER BY seq LIMIT $2`, s.ts(before), limit)
+	if err != nil {
+		return 0, translate(ctx, "prune events", err)
+	}
+	seqs, err := collect(rows, func(sc scanner) (any, error) {
+		var seq int64
+		return seq, sc.Scan(&seq)
+	})
+	if err != nil || len(seqs) == 0 {
+		return 0, translate(ctx, "prune events", err)
+	}
+	in := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(seqs)), ", ") + ")"
+	var n int64
+	err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		still := `SELECT id FROM events WHERE state = 'delivered' AND seq IN ` + in
+		if _, err := tx.ExecContext(ctx, `DELETE FROM delivery_attempts WHERE event_id IN (`+still+`)`, seqs...); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM events WHERE state = 'delivered' AND seq IN `+in, seqs...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), translate(ctx, "prune events", err)
 }

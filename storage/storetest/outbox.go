@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -260,5 +261,72 @@ func testHandoffs(t *testing.T, open Open) {
 	got = must[[]payoutkit.Payout](t)(e.store.ClaimPayoutHandoffs(e.ctx, "B", later, later.Add(time.Minute), 10))
 	if len(got) != 1 || got[0].PayoutID != "po-2" {
 		t.Fatalf("after lease expiry claimed %+v; want po-2 only", got)
+	}
+}
+
+func testPrune(t *testing.T, open Open) {
+	e := newEnv(t, open)
+	ws := e.workspace().Workspace.ID
+	other := e.workspace().Workspace.ID
+	e.fund(ws, "10.00")
+	e.fund(other, "10.00")
+	for _, id := range []string{"po-1", "po-2", "po-3"} {
+		must[payoutkit.Payout](t)(first(e.payout(ws, id, "1.00")))
+	}
+	// Deliver every event but po-3's; fail po-2's for good.
+	now := time.Now()
+	claimed := must[[]payoutkit.Event](t)(e.store.ClaimEvents(e.ctx, "w", now.Add(time.Minute), now.Add(time.Hour), 100))
+	if len(claimed) != 5 {
+		t.Fatalf("claimed %d events; want 5", len(claimed))
+	}
+	var kept []string
+	for _, ev := range claimed {
+		next := payoutkit.EventDelivery{State: payoutkit.DeliveryDelivered, Attempts: 1}
+		switch ev.Subject {
+		case "payout:po-2":
+			next = payoutkit.EventDelivery{State: payoutkit.DeliveryFailed, Attempts: 1, LastError: "gone"}
+			kept = append(kept, ev.ID)
+		case "payout:po-3":
+			next = payoutkit.EventDelivery{State: payoutkit.DeliveryPending, Attempts: 1, NextAttemptAt: now.Add(time.Hour)}
+			kept = append(kept, ev.ID)
+		}
+		noErr(t, e.store.RecordAttempt(e.ctx, "w", payoutkit.DeliveryAttempt{EventID: ev.ID, Attempt: 1, At: now, StatusCode: 200}, next))
+	}
+	// Nothing is old enough yet.
+	if n := must[int](t)(e.store.PruneEvents(e.ctx, now.Add(-time.Hour), 100)); n != 0 {
+		t.Fatalf("pruned %d events newer than the cutoff", n)
+	}
+	// Batches of two, across workspaces, until only failed and pending remain.
+	total := 0
+	for range 5 {
+		n := must[int](t)(e.store.PruneEvents(e.ctx, now.Add(time.Hour), 2))
+		if n > 2 {
+			t.Fatalf("a batch of %d; limit 2", n)
+		}
+		total += n
+	}
+	if total != 3 {
+		t.Fatalf("pruned %d events; want the 3 delivered ones", total)
+	}
+	var left []string
+	for _, w := range []string{ws, other} {
+		for _, ev := range must[payoutkit.Page[payoutkit.Event]](t)(e.store.Events(e.ctx, w, payoutkit.PageRequest{})).Items {
+			left = append(left, ev.ID)
+		}
+	}
+	slices.Sort(left)
+	slices.Sort(kept)
+	if !slices.Equal(left, kept) {
+		t.Fatalf("events left %v; want the failed and pending ones %v", left, kept)
+	}
+	for _, id := range kept {
+		if a := must[[]payoutkit.DeliveryAttempt](t)(e.store.DeliveryAttempts(e.ctx, ws, id)); len(a) != 1 {
+			t.Fatalf("attempts of a kept event: %v", a)
+		}
+	}
+	// Money and its history stay.
+	e.wantBalance(ws, "7.00", "3.00")
+	if p := must[payoutkit.Page[payoutkit.LedgerEntry]](t)(e.store.Ledger(e.ctx, ws, payoutkit.PageRequest{})); len(p.Items) != 4 {
+		t.Fatalf("ledger has %d entries after pruning; want 4", len(p.Items))
 	}
 }
