@@ -213,6 +213,8 @@ type Dispatcher struct {
 	// hand-off).
 	wake    chan struct{}
 	running atomic.Bool
+	// quiet bounds repeated warnings.
+	quiet *logBudget
 }
 
 // New returns a dispatcher over store. cfg may be nil for the defaults.
@@ -228,7 +230,7 @@ func New(store Store, cfg *Config) (*Dispatcher, error) {
 		return nil, err
 	}
 	return &Dispatcher{
-		store: store, cfg: cfg, wake: make(chan struct{}, 1),
+		store: store, cfg: cfg, wake: make(chan struct{}, 1), quiet: newLogBudget(),
 		log: cfg.Logger.With("component", "delivery", "owner", cfg.Owner),
 	}, nil
 }
@@ -320,7 +322,7 @@ func (d *Dispatcher) prune(ctx context.Context) {
 		n, err := d.store.PruneEvents(ctx, before, pruneBatch)
 		if err != nil {
 			if ctx.Err() == nil {
-				d.log.WarnContext(ctx, "pruning delivered events; will try again", "err", err)
+				d.quiet.log(ctx, d.log, slog.LevelWarn, "prune", "pruning delivered events; will try again", "err", err)
 			}
 			break
 		}
@@ -377,7 +379,7 @@ func (d *Dispatcher) deliver(ctx context.Context, ev payoutkit.Event, _ time.Tim
 	ws, err := d.store.Workspace(ctx, ev.WorkspaceID)
 	if err != nil {
 		if ctx.Err() == nil {
-			log.WarnContext(ctx, "reading the event's workspace", "err", err)
+			d.quiet.log(ctx, log, slog.LevelWarn, "workspace", "reading the event's workspace", "err", err)
 		}
 		return time.Time{}
 	}
@@ -411,7 +413,7 @@ func (d *Dispatcher) deliver(ctx context.Context, ev payoutkit.Event, _ time.Tim
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if rerr := d.store.RecordAttempt(rctx, d.cfg.Owner, a, next); rerr != nil {
-		log.WarnContext(ctx, "recording a delivery attempt; the event will be attempted again after the lease",
+		d.quiet.log(ctx, log, slog.LevelWarn, "record", "recording a delivery attempt; the event will be attempted again after the lease",
 			"attempt", a.Attempt, "err", rerr)
 		return time.Time{}
 	}
@@ -419,14 +421,16 @@ func (d *Dispatcher) deliver(ctx context.Context, ev payoutkit.Event, _ time.Tim
 	case payoutkit.DeliveryDelivered:
 		log.DebugContext(ctx, "webhook delivered", "attempt", a.Attempt, "status", a.StatusCode, "latency", a.Latency)
 	case payoutkit.DeliveryPending:
-		log.InfoContext(ctx, "webhook attempt failed; will retry", "attempt", a.Attempt, "status", a.StatusCode,
+		// A receiver that is down fails every event: one line per
+		// workspace and minute says so.
+		d.quiet.log(ctx, log, slog.LevelInfo, "retry "+ev.WorkspaceID, "webhook attempt failed; will retry", "attempt", a.Attempt, "status", a.StatusCode,
 			"err", a.Error, "next_attempt_at", next.NextAttemptAt)
 	case payoutkit.DeliveryFailed:
 		if errors.Is(err, errNoWebhookURL) {
 			log.DebugContext(ctx, "webhook not sent: the workspace has no webhook URL")
 			break
 		}
-		log.WarnContext(ctx, "webhook delivery failed; giving up", "attempt", a.Attempt, "status", a.StatusCode, "err", a.Error)
+		d.quiet.log(ctx, log, slog.LevelWarn, "give up "+ev.WorkspaceID, "webhook delivery failed; giving up", "attempt", a.Attempt, "status", a.StatusCode, "err", a.Error)
 	}
 	return time.Time{}
 }
@@ -462,7 +466,7 @@ func (d *Dispatcher) handOff(ctx context.Context, p payoutkit.Payout, leaseUntil
 		d.wakeDelivery() // a processor in this process may have settled it already
 	case errors.Is(err, payoutkit.ErrNotDue) || ctx.Err() != nil:
 	default:
-		d.log.WarnContext(ctx, "handing a payout to the processor; will retry after the lease",
+		d.quiet.log(ctx, d.log, slog.LevelWarn, "hand-off", "handing a payout to the processor; will retry after the lease",
 			"workspace_id", p.WorkspaceID, "payout_id", p.PayoutID, "err", err)
 	}
 	return time.Time{}

@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -109,7 +110,7 @@ func run[T any](ctx context.Context, d *Dispatcher, l leased[T]) {
 			leaseUntil := now.Add(d.cfg.Lease)
 			items, err := l.claim(ctx, now, leaseUntil, n)
 			if err != nil && ctx.Err() == nil {
-				d.log.WarnContext(ctx, "claiming "+l.name, "err", err)
+				d.quiet.log(ctx, d.log, slog.LevelWarn, "claim "+l.name, "claiming "+l.name+"; will try again", "err", err)
 			}
 			started, queued := 0, 0
 			for _, it := range items {
