@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/payoutkit/payoutkit"
 )
 
 // ErrClosed reports a write submitted to a Store after (or while) it was
 // closed. Nothing of that write was applied.
 var ErrClosed = errors.New("sqlstore: store is closed")
 
-// maxBatch bounds how many writes one SQLite transaction carries.
+// maxBatch bounds how many writes one transaction carries.
 const maxBatch = 256
 
 // Group commit. On SQLite every commit waits for one fsync of the WAL, and
@@ -55,7 +58,11 @@ type committer struct {
 // txFunc is one write. It runs in tx with ctx, which is the committer's
 // context, not the caller's: a caller that gives up must not interrupt the
 // statements of a batch shared with other callers. It returns nil to keep
-// its changes, or an error to have them rolled back and reported.
+// its changes, or an error to have them rolled back and reported. It may
+// run more than once (PostgreSQL reruns a failed batch write by write), so
+// it sets its results afresh each time. A write that refuses for a reason
+// of its own (errNothingToCommit, an overdraft, a conflict) must leave
+// nothing changed when it returns: on PostgreSQL no savepoint undoes it.
 type txFunc func(ctx context.Context, tx *sql.Tx) error
 
 // Request states: a queued request is either taken into a batch by the
@@ -188,6 +195,10 @@ const (
 
 // run applies batch in one transaction and answers every request in it.
 func (c *committer) run(batch []*txRequest) {
+	if c.s.pg() {
+		c.runPG(batch)
+		return
+	}
 	c.batches.Add(1)
 	c.writes.Add(int64(len(batch)))
 	ctx := context.Background()
@@ -250,6 +261,78 @@ func (c *committer) run(batch []*txRequest) {
 	for _, r := range batch {
 		r.done <- r.err
 	}
+}
+
+// pgBatchTimeout bounds one PostgreSQL batch, so that a connection lost
+// without a word (no RST, no keepalive yet) fails its writes instead of
+// stalling every writer behind it.
+const pgBatchTimeout = 30 * time.Second
+
+// runPG applies batch on PostgreSQL: every write in one transaction,
+// without savepoints (each would cost a round trip), committed once. A write
+// that refuses for a reason of its own has changed nothing (see txFunc). Any
+// other error leaves the transaction aborted: it is rolled back and each
+// write runs again in a transaction of its own, so that only the failing one
+// fails.
+func (c *committer) runPG(batch []*txRequest) {
+	c.batches.Add(1)
+	c.writes.Add(int64(len(batch)))
+	ctx, cancel := context.WithTimeout(context.Background(), pgBatchTimeout)
+	defer cancel()
+	fail := func(err error) {
+		for _, r := range batch {
+			r.done <- err
+		}
+	}
+	tx, err := c.db.BeginTx(ctx, nil)
+	if err != nil {
+		fail(err)
+		return
+	}
+	kept := 0
+	for _, r := range batch {
+		r.err = apply(ctx, tx, r.fn)
+		switch {
+		case r.err == nil:
+			kept++
+		case refusal(r.err):
+		default:
+			_ = tx.Rollback()
+			if len(batch) == 1 {
+				r.done <- r.err
+				return
+			}
+			for _, r := range batch {
+				c.runPG([]*txRequest{r})
+			}
+			return
+		}
+	}
+	if kept == 0 {
+		_ = tx.Rollback()
+	} else {
+		if hook := c.beforeCommit.Load(); hook != nil {
+			err = (*hook)(len(batch))
+		}
+		if err == nil {
+			err = tx.Commit()
+		}
+		if err != nil {
+			_ = tx.Rollback()
+			fail(err)
+			return
+		}
+	}
+	for _, r := range batch {
+		r.done <- r.err
+	}
+}
+
+// refusal reports whether err is a write's own refusal, after which its
+// transaction is still sound.
+func refusal(err error) bool {
+	return errors.Is(err, errNothingToCommit) || errors.Is(err, payoutkit.ErrInsufficientBalance) ||
+		errors.Is(err, payoutkit.ErrConflict)
 }
 
 // apply runs fn, turning a panic into an error: a panic must not kill the

@@ -46,10 +46,13 @@ func (s *Store) MarkOrderPaid(ctx context.Context, o payoutkit.Order, ev payoutk
 	var paid bool
 	var err error
 	if s.pg() {
-		var n int
 		args := append([]any{o.WorkspaceID, o.OrderID, s.ts(o.PaidAt), s.ts(o.UpdatedAt)}, s.eventArgs(ev)...)
-		err = s.writer().QueryRowContext(ctx, s.q.pgMarkOrderPaid, args...).Scan(&n)
-		paid = n == 1
+		err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			var n int
+			err := tx.QueryRowContext(ctx, s.q.pgMarkOrderPaid, args...).Scan(&n)
+			paid = n == 1
+			return err
+		})
 	} else {
 		err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			var amount int64

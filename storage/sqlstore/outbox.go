@@ -36,12 +36,15 @@ func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.Del
 	var recorded bool
 	var err error
 	if s.pg() {
-		var res sql.Result
-		res, err = s.writer().ExecContext(ctx, s.q.pgRecordAttempt, append(eventArgs, attemptArgs...)...)
-		if err == nil {
-			n, _ := res.RowsAffected()
+		err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			res, err := tx.ExecContext(ctx, s.q.pgRecordAttempt, append(eventArgs, attemptArgs...)...)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
 			recorded = n == 1
-		}
+			return err
+		})
 	} else {
 		err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			res, err := tx.ExecContext(ctx, `UPDATE events SET state = $3, attempts = $4, next_attempt_at = $5, last_error = $6,

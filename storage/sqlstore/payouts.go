@@ -86,6 +86,11 @@ func (op *createPayoutOp) run(ctx context.Context, tx *sql.Tx) error {
 		}
 		return errNothingToCommit
 	case !debited:
+		if op.s.pg() { // no savepoint takes the inserted payout back: delete it
+			if _, err := tx.ExecContext(ctx, deletePayoutSQL, op.p.WorkspaceID, op.p.PayoutID); err != nil {
+				return err
+			}
+		}
 		return payoutkit.ErrInsufficientBalance
 	}
 	op.stored, op.created = op.p, true
@@ -98,6 +103,10 @@ func (op *createPayoutOp) result(ctx context.Context, err error) (payoutkit.Payo
 	}
 	return op.stored, op.created, nil
 }
+
+// deletePayoutSQL takes back, on PostgreSQL, a payout inserted by a create
+// whose debit the balance did not cover.
+const deletePayoutSQL = `DELETE FROM payouts WHERE workspace_id = $1 AND payout_id = $2`
 
 // errNothingToCommit rolls back a transaction that succeeded without a change.
 var errNothingToCommit = errors.New("sqlstore: nothing to commit")
@@ -146,11 +155,14 @@ func (s *Store) SettlePayout(ctx context.Context, p payoutkit.Payout, ev payoutk
 	var settled bool
 	var err error
 	if s.pg() {
-		// One statement: it settles all or nothing without a transaction.
-		var n int
+		// One statement: it settles all or nothing.
 		args := append([]any{p.WorkspaceID, p.PayoutID, string(p.Status), p.TxID, p.FailureReason, s.ts(p.UpdatedAt)}, s.eventArgs(ev)...)
-		err = s.writer().QueryRowContext(ctx, s.q.pgSettlePayout, args...).Scan(&n)
-		settled = n == 1
+		err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			var n int
+			err := tx.QueryRowContext(ctx, s.q.pgSettlePayout, args...).Scan(&n)
+			settled = n == 1
+			return err
+		})
 	} else {
 		err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			var amount int64

@@ -37,9 +37,8 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 }
 
 // writeTx runs fn as one atomic write, as inTx does, with fn's error rolling
-// back its changes and returned as is. On SQLite fn joins the committer's
-// next batch and runs with the committer's context; on PostgreSQL it runs
-// in a transaction of its own with ctx.
+// back its changes and returned as is. fn joins the committer's next batch
+// and runs with the committer's context.
 func (s *Store) writeTx(ctx context.Context, fn txFunc) error {
 	if s.batch == nil {
 		return s.inTx(ctx, func(tx *sql.Tx) error { return fn(ctx, tx) })
@@ -48,8 +47,7 @@ func (s *Store) writeTx(ctx context.Context, fn txFunc) error {
 }
 
 // writeExec runs a single write statement, prepared if it is one of
-// preparedWrites: on SQLite in the committer's next batch, on PostgreSQL on
-// its own.
+// preparedWrites, in the committer's next batch.
 func (s *Store) writeExec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if s.batch == nil {
 		return s.exec(ctx, query, args...)
@@ -65,7 +63,7 @@ func (s *Store) writeExec(ctx context.Context, query string, args ...any) (sql.R
 
 // writeRows runs a single write statement that returns rows (UPDATE ...
 // RETURNING) and hands them to read, which must consume and close them: on
-// SQLite in the committer's next batch, on PostgreSQL on its own.
+// the committer's next batch.
 func (s *Store) writeRows(ctx context.Context, read func(*sql.Rows) error, query string, args ...any) error {
 	if s.batch == nil {
 		rows, err := s.writer().QueryContext(ctx, query, args...)

@@ -23,8 +23,11 @@
 // committer). Administrative writes (workspaces, keys, webhooks, staff
 // users, portal sessions, sign-in failures) keep transactions of their own
 // on the writer connection. On PostgreSQL, the money movements are
-// single statements (data-modifying CTEs), and dispatchers on several
-// instances claim outbox events with SELECT ... FOR UPDATE SKIP LOCKED.
+// single statements (data-modifying CTEs), group committed as well: one
+// transaction carries the writes queued meanwhile, one statement (one round
+// trip) each, without savepoints, and holds a workspace's balance row once
+// per batch instead of once per payout. Dispatchers on several instances
+// claim outbox events with SELECT ... FOR UPDATE SKIP LOCKED.
 package sqlstore
 
 import (
@@ -131,9 +134,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		_ = s.Close()
 		return nil, err
 	}
-	if !s.pg() {
-		s.batch = newCommitter(s)
-	}
+	s.batch = newCommitter(s)
 	return s, nil
 }
 
