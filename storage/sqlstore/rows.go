@@ -62,7 +62,7 @@ func (s *Store) writeExec(ctx context.Context, query string, args ...any) (sql.R
 }
 
 // writeRows runs a single write statement that returns rows (UPDATE ...
-// RETURNING) and hands them to read, which must consume and close them: on
+// RETURNING) and hands them to read, which must consume and close them, in
 // the committer's next batch.
 func (s *Store) writeRows(ctx context.Context, read func(*sql.Rows) error, query string, args ...any) error {
 	if s.batch == nil {
