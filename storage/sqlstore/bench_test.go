@@ -152,3 +152,33 @@ func BenchmarkBalance(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCreatePayoutSpread creates payouts over 100 workspaces from 32
+// callers: on PostgreSQL their balance rows lock apart, so committers run
+// side by side.
+func BenchmarkCreatePayoutSpread(b *testing.B) {
+	var seq atomic.Int64
+	for _, st := range benchStores(b) {
+		var wss []string
+		for i := range 100 {
+			nw, err := st.eng.CreateWorkspace(b.Context(), payoutkit.CreateWorkspaceRequest{Name: "Spread", WebhookURL: "https://hooks.example/payoutkit"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			fund(b, st.eng, nw.Workspace.ID, fmt.Sprintf("fund-%d", i), "1000000000.00")
+			wss = append(wss, nw.Workspace.ID)
+		}
+		b.Run(st.name+"/parallelx32", func(b *testing.B) {
+			b.SetParallelism(32)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					n := seq.Add(1)
+					if _, _, err := st.eng.CreatePayout(b.Context(), wss[n%100], payoutRequest(fmt.Sprintf("po-%d", n), "0.01")); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}

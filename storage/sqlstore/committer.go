@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,6 +77,7 @@ const (
 )
 
 type txRequest struct {
+	key   string // the workspace of the write, "" for none
 	fn    txFunc
 	state atomic.Int32
 	err   error      // fn's result, set by the committer
@@ -82,6 +86,21 @@ type txRequest struct {
 
 func newTxRequest(fn txFunc) *txRequest {
 	return &txRequest{fn: fn, done: make(chan error, 1)}
+}
+
+// pgCommitters is how many committers a PostgreSQL store runs. Writes of
+// one workspace go to one of them (its balance row allows one writer at a
+// time anyway); writes of other workspaces proceed beside them.
+const pgCommitters = 4
+
+// committerFor returns the committer of the writes of workspace key.
+func (s *Store) committerFor(key string) *committer {
+	if len(s.committers) == 1 || key == "" {
+		return s.batch
+	}
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return s.committers[h.Sum32()%uint32(len(s.committers))]
 }
 
 func newCommitter(s *Store) *committer {
@@ -100,11 +119,12 @@ func newCommitter(s *Store) *committer {
 // request whose ctx ends before the committer takes it is dropped with
 // ctx's error and changes nothing; once taken, it completes and do waits for
 // its true answer.
-func (c *committer) do(ctx context.Context, fn txFunc) error {
+func (c *committer) do(ctx context.Context, key string, fn txFunc) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	r := newTxRequest(fn)
+	r.key = key
 	c.mu.RLock()
 	if c.closed {
 		c.mu.RUnlock()
@@ -275,6 +295,9 @@ const pgBatchTimeout = 30 * time.Second
 // write runs again in a transaction of its own, so that only the failing one
 // fails.
 func (c *committer) runPG(batch []*txRequest) {
+	// Every batch, on every instance, takes balance rows in workspace order,
+	// so that two batches never wait for each other's rows in a cycle.
+	slices.SortStableFunc(batch, func(a, b *txRequest) int { return strings.Compare(a.key, b.key) })
 	c.batches.Add(1)
 	c.writes.Add(int64(len(batch)))
 	ctx, cancel := context.WithTimeout(context.Background(), pgBatchTimeout)

@@ -22,7 +22,7 @@ const (
 
 // CreateOrder implements payoutkit.OrderStore.
 func (s *Store) CreateOrder(ctx context.Context, o payoutkit.Order) (payoutkit.Order, bool, error) {
-	res, err := s.writeExec(ctx, insertOrderSQL,
+	res, err := s.writeExec(ctx, o.WorkspaceID, insertOrderSQL,
 		o.WorkspaceID, o.OrderID, string(o.Status), int64(o.Amount), o.PayerID, o.Description,
 		s.ts(o.CreatedAt), s.ts(o.UpdatedAt), s.ts(o.PaidAt))
 	if err != nil {
@@ -47,14 +47,14 @@ func (s *Store) MarkOrderPaid(ctx context.Context, o payoutkit.Order, ev payoutk
 	var err error
 	if s.pg() {
 		args := append([]any{o.WorkspaceID, o.OrderID, s.ts(o.PaidAt), s.ts(o.UpdatedAt)}, s.eventArgs(ev)...)
-		err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err = s.writeTx(ctx, o.WorkspaceID, func(ctx context.Context, tx *sql.Tx) error {
 			var n int
 			err := tx.QueryRowContext(ctx, s.q.pgMarkOrderPaid, args...).Scan(&n)
 			paid = n == 1
 			return err
 		})
 	} else {
-		err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err = s.writeTx(ctx, o.WorkspaceID, func(ctx context.Context, tx *sql.Tx) error {
 			var amount int64
 			var payer string
 			err := s.txQueryRow(ctx, tx, payOrderSQL, o.WorkspaceID, o.OrderID, s.ts(o.PaidAt), s.ts(o.UpdatedAt)).Scan(&amount, &payer)

@@ -36,7 +36,7 @@ func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.Del
 	var recorded bool
 	var err error
 	if s.pg() {
-		err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err = s.writeTx(ctx, "", func(ctx context.Context, tx *sql.Tx) error {
 			res, err := tx.ExecContext(ctx, s.q.pgRecordAttempt, append(eventArgs, attemptArgs...)...)
 			if err != nil {
 				return err
@@ -46,7 +46,7 @@ func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.Del
 			return err
 		})
 	} else {
-		err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err = s.writeTx(ctx, "", func(ctx context.Context, tx *sql.Tx) error {
 			res, err := tx.ExecContext(ctx, `UPDATE events SET state = $3, attempts = $4, next_attempt_at = $5, last_error = $6,
 				lease_owner = NULL, lease_until = NULL
 				WHERE id = $1 AND lease_owner = $2 AND state = 'pending'`, eventArgs...)
@@ -180,7 +180,7 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) (i
 	}
 	in := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(seqs)), ", ") + ")"
 	var n int64
-	err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.writeTx(ctx, "", func(ctx context.Context, tx *sql.Tx) error {
 		still := `SELECT id FROM events WHERE state = 'delivered' AND seq IN ` + in
 		if _, err := tx.ExecContext(ctx, `DELETE FROM delivery_attempts WHERE event_id IN (`+still+`)`, seqs...); err != nil {
 			return err

@@ -59,7 +59,7 @@ var insertEventSQL = `INSERT INTO events (` + eventCols + `)
 // group-committed transaction), all or nothing.
 func (s *Store) CreatePayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event) (payoutkit.Payout, bool, error) {
 	op := &createPayoutOp{s: s, p: p, ev: ev}
-	return op.result(ctx, s.writeTx(ctx, op.run))
+	return op.result(ctx, s.writeTx(ctx, p.WorkspaceID, op.run))
 }
 
 // createPayoutOp is one CreatePayout: run makes its change in a
@@ -157,14 +157,14 @@ func (s *Store) SettlePayout(ctx context.Context, p payoutkit.Payout, ev payoutk
 	if s.pg() {
 		// One statement: it settles all or nothing.
 		args := append([]any{p.WorkspaceID, p.PayoutID, string(p.Status), p.TxID, p.FailureReason, s.ts(p.UpdatedAt)}, s.eventArgs(ev)...)
-		err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err = s.writeTx(ctx, p.WorkspaceID, func(ctx context.Context, tx *sql.Tx) error {
 			var n int
 			err := tx.QueryRowContext(ctx, s.q.pgSettlePayout, args...).Scan(&n)
 			settled = n == 1
 			return err
 		})
 	} else {
-		err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err = s.writeTx(ctx, p.WorkspaceID, func(ctx context.Context, tx *sql.Tx) error {
 			var amount int64
 			var payer string
 			err := s.txQueryRow(ctx, tx, settlePayoutSQL, p.WorkspaceID, p.PayoutID, string(p.Status), p.TxID, p.FailureReason, s.ts(p.UpdatedAt)).
@@ -252,7 +252,7 @@ func (s *Store) ClaimPayoutHandoffs(ctx context.Context, _ string, now, leaseUnt
 
 // MarkPayoutHandedOff implements payoutkit.PayoutStore.
 func (s *Store) MarkPayoutHandedOff(ctx context.Context, workspaceID, payoutID string, at time.Time) error {
-	res, err := s.writeExec(ctx, `UPDATE payouts SET handed_off_at = COALESCE(handed_off_at, $3), handoff_lease_until = NULL
+	res, err := s.writeExec(ctx, workspaceID, `UPDATE payouts SET handed_off_at = COALESCE(handed_off_at, $3), handoff_lease_until = NULL
 		WHERE workspace_id = $1 AND payout_id = $2`, workspaceID, payoutID, s.ts(at))
 	if err != nil {
 		return translate(ctx, "mark payout handed off", err)

@@ -39,21 +39,24 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // writeTx runs fn as one atomic write, as inTx does, with fn's error rolling
 // back its changes and returned as is. fn joins the committer's next batch
 // and runs with the committer's context.
-func (s *Store) writeTx(ctx context.Context, fn txFunc) error {
+// key names the workspace whose balance fn may change ("" for none): on
+// PostgreSQL it chooses the committer, so that one workspace's writes share
+// one, and orders the batch.
+func (s *Store) writeTx(ctx context.Context, key string, fn txFunc) error {
 	if s.batch == nil {
 		return s.inTx(ctx, func(tx *sql.Tx) error { return fn(ctx, tx) })
 	}
-	return s.batch.do(ctx, fn)
+	return s.committerFor(key).do(ctx, key, fn)
 }
 
 // writeExec runs a single write statement, prepared if it is one of
 // preparedWrites, in the committer's next batch.
-func (s *Store) writeExec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+func (s *Store) writeExec(ctx context.Context, key, query string, args ...any) (sql.Result, error) {
 	if s.batch == nil {
 		return s.exec(ctx, query, args...)
 	}
 	var res sql.Result
-	err := s.batch.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.committerFor(key).do(ctx, key, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		res, err = s.txExec(ctx, tx, query, args...)
 		return err
@@ -72,7 +75,7 @@ func (s *Store) writeRows(ctx context.Context, read func(*sql.Rows) error, query
 		}
 		return read(rows)
 	}
-	return s.batch.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.batch.do(ctx, "", func(ctx context.Context, tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err

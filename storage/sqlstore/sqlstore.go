@@ -72,8 +72,12 @@ type Store struct {
 	q    *queries
 	// wstmts and rstmts are SQLite's prepared statements, by their SQL.
 	wstmts, rstmts map[string]*sql.Stmt
-	// batch group-commits SQLite's money movements; nil on PostgreSQL.
-	batch *committer
+	// committers group-commit the money movements, the outbox's writes and
+	// the claims: one on SQLite (one writer connection), pgCommitters on
+	// PostgreSQL. batch is the first, which takes the writes of no
+	// workspace.
+	committers []*committer
+	batch      *committer
 }
 
 var _ payoutkit.Store = (*Store)(nil)
@@ -134,7 +138,14 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		_ = s.Close()
 		return nil, err
 	}
-	s.batch = newCommitter(s)
+	n := 1
+	if s.pg() {
+		n = pgCommitters
+	}
+	for range n {
+		s.committers = append(s.committers, newCommitter(s))
+	}
+	s.batch = s.committers[0]
 	return s, nil
 }
 
@@ -162,8 +173,8 @@ func open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 // Close closes the store's connections. Writes still waiting for their turn
 // fail with ErrClosed, as do writes after Close.
 func (s *Store) Close() error {
-	if s.batch != nil {
-		s.batch.close()
+	for _, c := range s.committers {
+		c.close()
 	}
 	var err error
 	for _, st := range s.wstmts {
