@@ -85,11 +85,14 @@ func (n *HTTPNotifier) httpClient() *http.Client {
 		n.client = &http.Client{
 			Timeout: timeout,
 			Transport: &http.Transport{
-				Proxy:                  nil, // the guard must see the receiver's own address
-				DialContext:            dialer.DialContext,
-				ForceAttemptHTTP2:      true,
-				MaxIdleConns:           100,
-				MaxIdleConnsPerHost:    4,
+				Proxy:             nil, // the guard must see the receiver's own address
+				DialContext:       dialer.DialContext,
+				ForceAttemptHTTP2: true,
+				MaxIdleConns:      256,
+				// A receiver may take up to Config.MaxPerWorkspace
+				// deliveries at once: keep as many connections to it alive,
+				// so that a busy outbox does not open one per event.
+				MaxIdleConnsPerHost:    32,
 				IdleConnTimeout:        90 * time.Second,
 				TLSHandshakeTimeout:    timeout,
 				ResponseHeaderTimeout:  timeout,
