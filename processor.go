@@ -2,15 +2,22 @@ package payoutkit
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"time"
 )
 
 // Processor hands accepted payouts to the rail that actually sends the coins.
 // Submit returns once the rail has taken the payout, not when it settles; the
-// outcome comes back later through settler. Submit may be called more than
-// once for one payout (hand-off is at least once), so it must be idempotent
-// by workspace and payout_id.
+// outcome comes back later through settler.
+//
+// Submit may be called more than once for one payout: hand-off is at least
+// once (a Submit slower than its lease, or a process that dies before the
+// hand-off is recorded, leads to another call). Every call for a payout
+// carries the same Submission.IdempotencyKey: a real processor must pass it
+// to its rail as the rail's idempotency key (or keep it and refuse a second
+// send itself), so that money leaves once however often Submit is called.
 //
 // Payouts reach the processor through Engine.HandOffPayout, which a leased
 // loop (delivery.Dispatcher) calls for every submitted payout not yet handed
@@ -18,7 +25,37 @@ import (
 // returns an error matching ErrNotDue (a *NotDueError says when to retry);
 // any other error is logged, and the hand-off is retried after the lease.
 type Processor interface {
-	Submit(ctx context.Context, p Payout, settler Settler) error
+	Submit(ctx context.Context, s Submission, settler Settler) error
+}
+
+// Submission is one payout handed to a Processor.
+type Submission struct {
+	Payout
+	// IdempotencyKey is the same for every Submit of this payout, on every
+	// instance, forever: "po_" and 32 hex digits of the SHA-256 of the
+	// workspace id and payout_id (see IdempotencyKey). Pass it to the rail.
+	IdempotencyKey string
+}
+
+// IdempotencyKey returns the key every Submit of the payout carries: "po_"
+// and the first 32 hex digits of SHA-256(workspaceID, NUL, payoutID). It
+// fits the key limits of common payment APIs (35 characters).
+func IdempotencyKey(workspaceID, payoutID string) string {
+	h := sha256.New()
+	h.Write([]byte(workspaceID))
+	h.Write([]byte{0})
+	h.Write([]byte(payoutID))
+	return "po_" + hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// PayoutLease is a submitted payout claimed for hand-off by one dispatcher:
+// Owner names it, and Token is the fencing token of the claim, larger than
+// every earlier claim's of the payout. Recording the hand-off succeeds only
+// while the claim is the payout's latest.
+type PayoutLease struct {
+	Payout
+	Owner string
+	Token int64
 }
 
 // Settler records a payout's outcome. *Engine implements it.
@@ -44,17 +81,19 @@ func (e *NotDueError) Error() string {
 // Is makes a NotDueError match ErrNotDue.
 func (e *NotDueError) Is(target error) bool { return target == ErrNotDue }
 
-// HandOffPayout gives one submitted payout to the configured Processor and,
+// HandOffPayout gives one claimed payout to the configured Processor and,
 // when the processor accepts it, records the hand-off so that it is never
 // given again. It reads the payout afresh first: a payout settled meanwhile
 // is not handed over (and nil is returned). Without a processor it only
 // records the hand-off. Errors from the processor are returned as they are
-// (ErrNotDue among them); the caller retries later.
+// (ErrNotDue among them); the caller retries later. When another claim took
+// the payout over meanwhile (this one's lease ran out), recording fails
+// with ErrConflict: the newer claim's owner records it.
 //
 // The hand-off loop in package delivery calls it for payouts it claimed with
-// PayoutStore.ClaimPayoutHandoffs; call it directly only under such a lease.
-func (e *Engine) HandOffPayout(ctx context.Context, p Payout) error {
-	p, err := e.store.Payout(ctx, p.WorkspaceID, p.PayoutID)
+// PayoutStore.ClaimPayoutHandoffs.
+func (e *Engine) HandOffPayout(ctx context.Context, l PayoutLease) error {
+	p, err := e.store.Payout(ctx, l.WorkspaceID, l.PayoutID)
 	if err != nil {
 		return err
 	}
@@ -62,11 +101,13 @@ func (e *Engine) HandOffPayout(ctx context.Context, p Payout) error {
 		return nil
 	}
 	if e.processor != nil {
-		if err := e.processor.Submit(ctx, p, e); err != nil {
+		sub := Submission{Payout: p, IdempotencyKey: IdempotencyKey(p.WorkspaceID, p.PayoutID)}
+		if err := e.processor.Submit(ctx, sub, e); err != nil {
 			return err
 		}
 	}
-	return e.store.MarkPayoutHandedOff(ctx, p.WorkspaceID, p.PayoutID, e.clock())
+	l.Payout = p
+	return e.store.MarkPayoutHandedOff(ctx, l, e.clock())
 }
 
 // SandboxProcessor is a processor for testing and demos: it moves no money.
@@ -85,7 +126,8 @@ type SandboxProcessor struct {
 }
 
 // Submit implements Processor.
-func (s *SandboxProcessor) Submit(ctx context.Context, p Payout, settler Settler) error {
+func (s *SandboxProcessor) Submit(ctx context.Context, sub Submission, settler Settler) error {
+	p := sub.Payout
 	if s.SettleAfter <= 0 {
 		return nil
 	}

@@ -78,11 +78,15 @@ type PayoutStore interface {
 	// Payouts lists the workspace's payouts that match f, newest first.
 	Payouts(ctx context.Context, workspaceID string, f PayoutFilter, page PageRequest) (Page[Payout], error)
 	// ClaimPayoutHandoffs leases up to limit submitted payouts that have not
-	// been handed to the processor (or whose earlier lease expired) to owner
-	// until leaseUntil, oldest first.
-	ClaimPayoutHandoffs(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]Payout, error)
-	// MarkPayoutHandedOff records that the processor accepted the payout.
-	MarkPayoutHandedOff(ctx context.Context, workspaceID, payoutID string, at time.Time) error
+	// been handed to the processor (and hold no live lease) to owner until
+	// leaseUntil, oldest first. Each claim gives the payout a new fencing
+	// token, larger than any earlier one of that payout.
+	ClaimPayoutHandoffs(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]PayoutLease, error)
+	// MarkPayoutHandedOff records that the processor accepted the leased
+	// payout, only while l's owner and token are the payout's latest claim:
+	// otherwise ErrConflict (another claim took it over), or ErrNotFound for
+	// an unknown payout. Recording it again under the same claim is no error.
+	MarkPayoutHandedOff(ctx context.Context, l PayoutLease, at time.Time) error
 }
 
 // OrderStore keeps orders and credits paid ones.

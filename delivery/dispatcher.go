@@ -32,7 +32,7 @@ type Store interface {
 	RecordAttempt(ctx context.Context, owner string, a payoutkit.DeliveryAttempt, next payoutkit.EventDelivery) error
 	ResendEvent(ctx context.Context, workspaceID, eventID string, now time.Time) error
 	Workspace(ctx context.Context, id string) (payoutkit.Workspace, error)
-	ClaimPayoutHandoffs(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.Payout, error)
+	ClaimPayoutHandoffs(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.PayoutLease, error)
 	PruneEvents(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
@@ -41,7 +41,7 @@ var _ Store = payoutkit.Store(nil)
 // PayoutHandOff gives one claimed payout to the processor and records the
 // hand-off. *payoutkit.Engine implements it with the Processor of its Config.
 type PayoutHandOff interface {
-	HandOffPayout(ctx context.Context, p payoutkit.Payout) error
+	HandOffPayout(ctx context.Context, l payoutkit.PayoutLease) error
 }
 
 var _ PayoutHandOff = (*payoutkit.Engine)(nil)
@@ -254,16 +254,17 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if d.cfg.HandOff != nil {
 		go func() {
 			defer close(done)
-			run(ctx, d, leased[payoutkit.Payout]{
+			run(ctx, d, leased[payoutkit.PayoutLease]{
 				name: "payout hand-offs",
-				claim: func(ctx context.Context, now, until time.Time, limit int) ([]payoutkit.Payout, error) {
+				claim: func(ctx context.Context, now, until time.Time, limit int) ([]payoutkit.PayoutLease, error) {
 					return d.store.ClaimPayoutHandoffs(ctx, d.cfg.Owner, now, until, limit)
 				},
-				key: func(p payoutkit.Payout) string { return p.WorkspaceID + "\x00" + p.PayoutID },
-				id:  func(p payoutkit.Payout) string { return p.WorkspaceID + "\x00" + p.PayoutID },
-				// A payout's hand-off leaves no trace until it succeeds,
-				// and then the payout is not claimed again.
-				newer: func(_, _ payoutkit.Payout) bool { return false },
+				key: func(l payoutkit.PayoutLease) string { return l.WorkspaceID + "\x00" + l.PayoutID },
+				id:  func(l payoutkit.PayoutLease) string { return l.WorkspaceID + "\x00" + l.PayoutID },
+				// A claim made while the previous one still runs here has a
+				// newer fencing token: the running one can no longer record
+				// the hand-off, so this one runs after it.
+				newer: func(claimed, running payoutkit.PayoutLease) bool { return claimed.Token > running.Token },
 				work:  d.handOff,
 			})
 		}()
@@ -447,7 +448,7 @@ func (d *Dispatcher) retryAt(n int) time.Time {
 // handOff gives one claimed payout to the processor. A processor that says
 // the payout is not due yet is asked again when it says, if that falls well
 // within the lease, and otherwise after the lease.
-func (d *Dispatcher) handOff(ctx context.Context, p payoutkit.Payout, leaseUntil time.Time) time.Time {
+func (d *Dispatcher) handOff(ctx context.Context, p payoutkit.PayoutLease, leaseUntil time.Time) time.Time {
 	hctx, cancel := context.WithTimeout(ctx, d.attemptTimeout())
 	defer cancel()
 	start := d.now()
@@ -465,6 +466,11 @@ func (d *Dispatcher) handOff(ctx context.Context, p payoutkit.Payout, leaseUntil
 		d.log.DebugContext(ctx, "payout handed to the processor", "workspace_id", p.WorkspaceID, "payout_id", p.PayoutID)
 		d.wakeDelivery() // a processor in this process may have settled it already
 	case errors.Is(err, payoutkit.ErrNotDue) || ctx.Err() != nil:
+	case errors.Is(err, payoutkit.ErrConflict):
+		// The lease ran out during the call and another claim took the
+		// payout over; it submits again with the same idempotency key
+		// and records the hand-off.
+		d.log.DebugContext(ctx, "payout hand-off taken over by a newer claim", "workspace_id", p.WorkspaceID, "payout_id", p.PayoutID, "token", p.Token)
 	default:
 		d.quiet.log(ctx, d.log, slog.LevelWarn, "hand-off", "handing a payout to the processor; will retry after the lease",
 			"workspace_id", p.WorkspaceID, "payout_id", p.PayoutID, "err", err)

@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,9 +26,13 @@ func newRecordingProcessor(t *testing.T) *recordingProcessor {
 	return &recordingProcessor{t: t, calls: map[string]int{}, fail: map[string]int{}}
 }
 
-func (p *recordingProcessor) Submit(_ context.Context, po payoutkit.Payout, _ payoutkit.Settler) error {
+func (p *recordingProcessor) Submit(_ context.Context, sub payoutkit.Submission, _ payoutkit.Settler) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	po := sub.Payout
+	if want := payoutkit.IdempotencyKey(po.WorkspaceID, po.PayoutID); sub.IdempotencyKey != want {
+		p.t.Errorf("Submit of %s with idempotency key %q; want %q", po.PayoutID, sub.IdempotencyKey, want)
+	}
 	if po.Status != payoutkit.PayoutSubmitted {
 		p.t.Errorf("processor got payout %s in status %s", po.PayoutID, po.Status)
 	}
@@ -97,7 +102,7 @@ func TestHandOffPayoutSkipsSettled(t *testing.T) {
 	if _, err := e.eng.FailPayout(e.ctx, ws.ID, "po-1", "cancelled"); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.eng.HandOffPayout(e.ctx, stale); err != nil || proc.count("po-1") != 0 {
+	if err := e.eng.HandOffPayout(e.ctx, payoutkit.PayoutLease{Payout: stale, Owner: "A", Token: 1}); err != nil || proc.count("po-1") != 0 {
 		t.Fatalf("HandOffPayout of a settled payout: %v, %d calls", err, proc.count("po-1"))
 	}
 }
@@ -109,7 +114,7 @@ type countingHandOff struct {
 	calls int
 }
 
-func (c *countingHandOff) HandOffPayout(ctx context.Context, p payoutkit.Payout) error {
+func (c *countingHandOff) HandOffPayout(ctx context.Context, p payoutkit.PayoutLease) error {
 	err := c.PayoutHandOff.HandOffPayout(ctx, p)
 	c.mu.Lock()
 	c.calls++
@@ -202,5 +207,99 @@ func TestSandboxWithoutSettleAfterWaitsForHand(t *testing.T) {
 	time.Sleep(10 * time.Millisecond)
 	if p, _ := e.eng.Payout(e.ctx, ws.ID, "po-1"); p.Status != payoutkit.PayoutSubmitted || h.count() != 1 {
 		t.Fatalf("payout %s after %d hand-offs", p.Status, h.count())
+	}
+}
+
+// slowProcessor's first Submit takes until release is closed, longer than
+// the lease; every call is recorded with its idempotency key.
+type slowProcessor struct {
+	mu      sync.Mutex
+	keys    []string
+	release chan struct{}
+}
+
+func (p *slowProcessor) Submit(_ context.Context, sub payoutkit.Submission, _ payoutkit.Settler) error {
+	p.mu.Lock()
+	p.keys = append(p.keys, sub.IdempotencyKey)
+	first := len(p.keys) == 1
+	p.mu.Unlock()
+	if first {
+		<-p.release // a rail that answers late, whatever the context says
+	}
+	return nil
+}
+
+func (p *slowProcessor) calls() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.keys)
+}
+
+// resultHandOff records the result of every hand-off call.
+type resultHandOff struct {
+	PayoutHandOff
+	mu   sync.Mutex
+	errs []error
+}
+
+func (r *resultHandOff) HandOffPayout(ctx context.Context, l payoutkit.PayoutLease) error {
+	err := r.PayoutHandOff.HandOffPayout(ctx, l)
+	r.mu.Lock()
+	r.errs = append(r.errs, err)
+	r.mu.Unlock()
+	return err
+}
+
+func (r *resultHandOff) results() []error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.errs)
+}
+
+// TestSlowSubmitFencedHandOff: a Submit slower than its lease, with two
+// dispatchers. The payout is claimed again when the lease runs out and
+// submitted again with the same idempotency key; the late first call cannot
+// record the hand-off over the newer claim, so exactly one hand-off is
+// recorded.
+func TestSlowSubmitFencedHandOff(t *testing.T) {
+	proc := &slowProcessor{release: make(chan struct{})}
+	e := newEnv(t, proc)
+	ws := e.workspace(nil)
+	e.fund(ws.ID, "10.00")
+	e.payout(ws.ID, "po-1", "1.00")
+	h := &resultHandOff{PayoutHandOff: e.eng}
+	e.start(Config{Owner: "A", HandOff: h})
+	waitFor(t, "A's slow Submit", func() bool { return len(proc.calls()) == 1 })
+	e.start(Config{Owner: "B", HandOff: h})
+
+	// A's lease (1 min) runs out while its Submit still runs.
+	waitFor(t, "the payout claimed again", func() bool {
+		e.clock.Advance(10 * time.Second)
+		return len(proc.calls()) == 2
+	})
+	close(proc.release)
+	waitFor(t, "both hand-off calls returned", func() bool { return len(h.results()) == 2 })
+	for range 10 { // later polls find nothing left to hand over
+		e.clock.Advance(2 * time.Minute)
+		time.Sleep(2 * time.Millisecond)
+	}
+	keys, results := proc.calls(), h.results()
+	want := payoutkit.IdempotencyKey(ws.ID, "po-1")
+	if len(keys) != 2 || keys[0] != want || keys[1] != want {
+		t.Fatalf("Submit keys %q; want two calls with %q", keys, want)
+	}
+	recorded, refused := 0, 0
+	for _, err := range results {
+		switch {
+		case err == nil:
+			recorded++
+		case errors.Is(err, payoutkit.ErrConflict):
+			refused++
+		default:
+			t.Fatalf("hand-off error %v", err)
+		}
+	}
+	if recorded != 1 || refused != 1 || len(results) != 2 {
+		t.Fatalf("hand-off results %v; want one recorded, one refused as taken over", results)
 	}
 }

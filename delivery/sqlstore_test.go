@@ -196,7 +196,8 @@ type settlingProcessor struct {
 	calls map[string]int
 }
 
-func (p *settlingProcessor) Submit(ctx context.Context, po payoutkit.Payout, settler payoutkit.Settler) error {
+func (p *settlingProcessor) Submit(ctx context.Context, sub payoutkit.Submission, settler payoutkit.Settler) error {
+	po := sub.Payout
 	p.mu.Lock()
 	p.calls[po.WorkspaceID+"/"+po.PayoutID]++
 	p.mu.Unlock()

@@ -53,6 +53,8 @@ type payout struct {
 	seq        int64
 	handedOff  bool
 	leaseUntil time.Time
+	leaseOwner string
+	leaseToken int64 // the fencing token of the latest claim
 }
 
 type order struct {
@@ -337,7 +339,7 @@ func (s *Store) Payouts(_ context.Context, workspaceID string, f payoutkit.Payou
 }
 
 // ClaimPayoutHandoffs implements payoutkit.PayoutStore.
-func (s *Store) ClaimPayoutHandoffs(_ context.Context, _ string, now, leaseUntil time.Time, limit int) ([]payoutkit.Payout, error) {
+func (s *Store) ClaimPayoutHandoffs(_ context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.PayoutLease, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var due []*payout
@@ -349,27 +351,31 @@ func (s *Store) ClaimPayoutHandoffs(_ context.Context, _ string, now, leaseUntil
 		}
 	}
 	slices.SortFunc(due, func(a, b *payout) int { return int(a.seq - b.seq) })
-	out := make([]payoutkit.Payout, 0, min(limit, len(due)))
+	out := make([]payoutkit.PayoutLease, 0, min(limit, len(due)))
 	for _, r := range due[:min(limit, len(due))] {
-		r.leaseUntil = leaseUntil
-		out = append(out, r.Payout)
+		r.leaseUntil, r.leaseOwner = leaseUntil, owner
+		r.leaseToken++
+		out = append(out, payoutkit.PayoutLease{Payout: r.Payout, Owner: owner, Token: r.leaseToken})
 	}
 	return out, nil
 }
 
 // MarkPayoutHandedOff implements payoutkit.PayoutStore.
-func (s *Store) MarkPayoutHandedOff(_ context.Context, workspaceID, payoutID string, _ time.Time) error {
+func (s *Store) MarkPayoutHandedOff(_ context.Context, l payoutkit.PayoutLease, _ time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	w, err := s.workspace(workspaceID)
+	w, err := s.workspace(l.WorkspaceID)
 	if err != nil {
 		return err
 	}
-	row := w.payouts[payoutID]
+	row := w.payouts[l.PayoutID]
 	if row == nil {
 		return payoutkit.ErrNotFound
 	}
-	row.handedOff = true
+	if row.leaseOwner != l.Owner || row.leaseToken != l.Token {
+		return payoutkit.ErrConflict
+	}
+	row.handedOff, row.leaseUntil = true, time.Time{}
 	return nil
 }
 

@@ -118,7 +118,7 @@ func TestStoreEdges(t *testing.T) {
 		wantIs(t, err, payoutkit.ErrNotFound)
 		wantIs(t, s.InsertAPIKey(ctx, payoutkit.APIKey{Prefix: "ZZZZZZZZ", WorkspaceID: "ws_missing", CreatedAt: now}), payoutkit.ErrNotFound)
 		wantIs(t, s.SetWebhook(ctx, "ws_missing", "", ""), payoutkit.ErrNotFound)
-		wantIs(t, s.MarkPayoutHandedOff(ctx, ws, "missing", now), payoutkit.ErrNotFound)
+		wantIs(t, s.MarkPayoutHandedOff(ctx, payoutkit.PayoutLease{Payout: payoutkit.Payout{WorkspaceID: ws, PayoutID: "missing"}, Owner: "A", Token: 1}, now), payoutkit.ErrNotFound)
 		_, err = s.Payouts(ctx, "ws_missing", payoutkit.PayoutFilter{}, payoutkit.PageRequest{})
 		wantIs(t, err, payoutkit.ErrNotFound)
 		_, err = s.Audit(ctx, "ws_missing")

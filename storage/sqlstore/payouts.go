@@ -238,24 +238,36 @@ func (s *Store) Payouts(ctx context.Context, workspaceID string, f payoutkit.Pay
 }
 
 // ClaimPayoutHandoffs implements payoutkit.PayoutStore.
-func (s *Store) ClaimPayoutHandoffs(ctx context.Context, _ string, now, leaseUntil time.Time, limit int) ([]payoutkit.Payout, error) {
+func (s *Store) ClaimPayoutHandoffs(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.PayoutLease, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	ps, err := claim(ctx, s, func(sc scanner, seq *int64) (payoutkit.Payout, error) { return scanPayout(sc, seq) },
-		s.q.claimHandoffs, s.ts(now), s.ts(leaseUntil), limit)
+	ls, err := claim(ctx, s, func(sc scanner, seq *int64) (payoutkit.PayoutLease, error) {
+		l := payoutkit.PayoutLease{Owner: owner}
+		var err error
+		l.Payout, err = scanPayout(sc, seq, &l.Token)
+		return l, err
+	}, s.q.claimHandoffs, s.ts(now), s.ts(leaseUntil), limit, owner)
 	if err != nil {
 		return nil, translate(ctx, "claim payout hand-offs", err)
 	}
-	return ps, nil
+	return ls, nil
 }
 
-// MarkPayoutHandedOff implements payoutkit.PayoutStore.
-func (s *Store) MarkPayoutHandedOff(ctx context.Context, workspaceID, payoutID string, at time.Time) error {
-	res, err := s.writeExec(ctx, workspaceID, `UPDATE payouts SET handed_off_at = COALESCE(handed_off_at, $3), handoff_lease_until = NULL
-		WHERE workspace_id = $1 AND payout_id = $2`, workspaceID, payoutID, s.ts(at))
+// MarkPayoutHandedOff implements payoutkit.PayoutStore: a conditional
+// update on the claim's owner and fencing token.
+func (s *Store) MarkPayoutHandedOff(ctx context.Context, l payoutkit.PayoutLease, at time.Time) error {
+	res, err := s.writeExec(ctx, l.WorkspaceID, `UPDATE payouts SET handed_off_at = COALESCE(handed_off_at, $3), handoff_lease_until = NULL
+		WHERE workspace_id = $1 AND payout_id = $2 AND handoff_owner = $4 AND handoff_token = $5`,
+		l.WorkspaceID, l.PayoutID, s.ts(at), l.Owner, l.Token)
 	if err != nil {
 		return translate(ctx, "mark payout handed off", err)
 	}
-	return mustAffect(res, payoutkit.ErrNotFound)
+	if err := mustAffect(res, payoutkit.ErrConflict); err != nil {
+		if _, perr := s.Payout(ctx, l.WorkspaceID, l.PayoutID); perr != nil {
+			return perr
+		}
+		return err
+	}
+	return nil
 }

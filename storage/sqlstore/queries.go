@@ -66,9 +66,9 @@ const claimHandoffsSQL = `WITH due AS MATERIALIZED (
 	LIMIT $3
 	%s
 )
-UPDATE payouts SET handoff_lease_until = $2
+UPDATE payouts SET handoff_lease_until = $2, handoff_owner = $4, handoff_token = handoff_token + 1
 WHERE seq IN (SELECT seq FROM due)
-RETURNING ` + payoutCols + `, seq`
+RETURNING ` + payoutCols + `, seq, handoff_token`
 
 // pgEventInsert inserts an event whose columns after workspace_id are the
 // parameters from $first on (eventArgs order), for each row of from.

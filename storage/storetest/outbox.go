@@ -249,19 +249,35 @@ func testHandoffs(t *testing.T, open Open) {
 	}
 	must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, "po-3", "tx")) // settled: never handed over
 	now := time.Now().Add(time.Minute)
-	got := must[[]payoutkit.Payout](t)(e.store.ClaimPayoutHandoffs(e.ctx, "A", now, now.Add(time.Minute), 10))
-	if len(got) != 2 || got[0].PayoutID != "po-1" || got[1].PayoutID != "po-2" || got[0].WorkspaceID != ws {
+	got := must[[]payoutkit.PayoutLease](t)(e.store.ClaimPayoutHandoffs(e.ctx, "A", now, now.Add(time.Minute), 10))
+	if len(got) != 2 || got[0].PayoutID != "po-1" || got[1].PayoutID != "po-2" || got[0].WorkspaceID != ws ||
+		got[0].Owner != "A" || got[0].Token < 1 {
 		t.Fatalf("claimed %+v", got)
 	}
-	if again := must[[]payoutkit.Payout](t)(e.store.ClaimPayoutHandoffs(e.ctx, "B", now, now.Add(time.Minute), 10)); len(again) != 0 {
+	if again := must[[]payoutkit.PayoutLease](t)(e.store.ClaimPayoutHandoffs(e.ctx, "B", now, now.Add(time.Minute), 10)); len(again) != 0 {
 		t.Fatalf("leased payouts claimed again: %+v", again)
 	}
-	noErr(t, e.store.MarkPayoutHandedOff(e.ctx, ws, "po-1", now))
+	noErr(t, e.store.MarkPayoutHandedOff(e.ctx, got[0], now))
+	noErr(t, e.store.MarkPayoutHandedOff(e.ctx, got[0], now)) // again under the same claim
 	later := now.Add(2 * time.Minute)
-	got = must[[]payoutkit.Payout](t)(e.store.ClaimPayoutHandoffs(e.ctx, "B", later, later.Add(time.Minute), 10))
-	if len(got) != 1 || got[0].PayoutID != "po-2" {
-		t.Fatalf("after lease expiry claimed %+v; want po-2 only", got)
+	taken := must[[]payoutkit.PayoutLease](t)(e.store.ClaimPayoutHandoffs(e.ctx, "B", later, later.Add(time.Minute), 10))
+	if len(taken) != 1 || taken[0].PayoutID != "po-2" || taken[0].Owner != "B" || taken[0].Token <= got[1].Token {
+		t.Fatalf("after lease expiry claimed %+v; want po-2 only, with a newer token than %d", taken, got[1].Token)
 	}
+
+	// Fencing: A's lease on po-2 ran out and B claimed it; A's late record
+	// is refused, B's goes through.
+	wantErr(t, e.store.MarkPayoutHandedOff(e.ctx, got[1], later), payoutkit.ErrConflict)
+	forged := taken[0]
+	forged.Owner = "A"
+	wantErr(t, e.store.MarkPayoutHandedOff(e.ctx, forged, later), payoutkit.ErrConflict)
+	noErr(t, e.store.MarkPayoutHandedOff(e.ctx, taken[0], later))
+	if again := must[[]payoutkit.PayoutLease](t)(e.store.ClaimPayoutHandoffs(e.ctx, "C", later.Add(time.Hour), later.Add(2*time.Hour), 10)); len(again) != 0 {
+		t.Fatalf("handed-off payouts claimed again: %+v", again)
+	}
+	missing := got[0]
+	missing.PayoutID = "po-missing"
+	wantErr(t, e.store.MarkPayoutHandedOff(e.ctx, missing, later), payoutkit.ErrNotFound)
 }
 
 func testPrune(t *testing.T, open Open) {
