@@ -39,6 +39,8 @@ type WorkspaceStore interface {
 	// WorkspaceCount returns how many workspaces exist, so that a server can
 	// tell an empty database on its first start.
 	WorkspaceCount(ctx context.Context) (int, error)
+	// WorkspaceIDs lists every workspace's id, oldest first, for audits.
+	WorkspaceIDs(ctx context.Context) ([]string, error)
 }
 
 // KeyStore keeps hashed API keys.
@@ -151,6 +153,17 @@ type Outbox interface {
 	// workspaces, and returns how many it deleted. Failed and pending events
 	// are kept, as are payouts, orders and the ledger.
 	PruneEvents(ctx context.Context, before time.Time, limit int) (int, error)
+	// OutboxHealth counts the events per delivery state and finds the
+	// oldest pending one, across workspaces.
+	OutboxHealth(ctx context.Context) (OutboxHealth, error)
+}
+
+// OutboxHealth is the state of the outbox, for audits and operators.
+type OutboxHealth struct {
+	Pending, Delivered, Failed int64
+	// OldestPending is when the oldest pending event was recorded; zero
+	// when none is pending.
+	OldestPending time.Time
 }
 
 // StaffStore keeps staff logins, their portal sessions and the sign-in

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"time"
 
@@ -31,7 +32,7 @@ func printJSON(w io.Writer, v any) error {
 
 // adminEngine opens the database and an engine over it for one command.
 func adminEngine(ctx context.Context, dsn string, stderr io.Writer) (*payoutkit.Engine, func(), error) {
-	log := newLogger(stderr)
+	log := newLogger(stderr, "json")
 	store, err := openStore(ctx, dsn, log)
 	if err != nil {
 		return nil, nil, err
@@ -258,4 +259,88 @@ func staff(ctx context.Context, sub string, args []string, stdout, stderr io.Wri
 		return err
 	}
 	return printJSON(stdout, map[string]int{"removed": n})
+}
+
+// auditJSON is what audit prints.
+type auditJSON struct {
+	// OK is false when any workspace breaks a money invariant.
+	OK         bool                 `json:"ok"`
+	Workspaces []workspaceAuditJSON `json:"workspaces"`
+	Outbox     outboxJSON           `json:"outbox"`
+}
+
+type workspaceAuditJSON struct {
+	WorkspaceID string  `json:"workspace_id"`
+	OK          bool    `json:"ok"`
+	Error       *string `json:"error"`
+
+	Available           payoutkit.Amount `json:"available"`
+	InProgress          payoutkit.Amount `json:"in_progress"`
+	LedgerSum           payoutkit.Amount `json:"ledger_sum"`
+	PaidOrders          payoutkit.Amount `json:"paid_orders"`
+	SubmittedPayouts    payoutkit.Amount `json:"submitted_payouts"`
+	CompletedPayouts    payoutkit.Amount `json:"completed_payouts"`
+	CustomersPaidIn     payoutkit.Amount `json:"customers_paid_in"`
+	CustomersPaidOut    payoutkit.Amount `json:"customers_paid_out"`
+	CustomersInProgress payoutkit.Amount `json:"customers_in_progress"`
+}
+
+type outboxJSON struct {
+	Pending       int64   `json:"pending"`
+	Delivered     int64   `json:"delivered"`
+	Failed        int64   `json:"failed"`
+	OldestPending *string `json:"oldest_pending_at"`
+}
+
+// errAuditFailed makes audit exit non-zero after printing its report.
+var errAuditFailed = errors.New("audit: a money invariant is broken (see the report on stdout)")
+
+// audit recomputes every workspace's money from its rows and reports the
+// outbox's state; it fails when an invariant is broken.
+func audit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("audit", stderr)
+	dsn := fs.String("db", "./payoutkit.db", "database: a SQLite file `path` or a postgres:// URL")
+	if err := parseFlags(fs, args, []string{"db"}); err != nil {
+		return err
+	}
+	engine, done, err := adminEngine(ctx, *dsn, stderr)
+	if err != nil {
+		return err
+	}
+	defer done()
+	store := engine.Store()
+	ids, err := store.WorkspaceIDs(ctx)
+	if err != nil {
+		return err
+	}
+	report := auditJSON{OK: true, Workspaces: make([]workspaceAuditJSON, 0, len(ids))}
+	for _, id := range ids {
+		a, err := store.Audit(ctx, id)
+		if err != nil {
+			return err
+		}
+		w := workspaceAuditJSON{
+			WorkspaceID: id, OK: true,
+			Available: a.Available, InProgress: a.InProgress, LedgerSum: a.LedgerSum, PaidOrders: a.PaidOrders,
+			SubmittedPayouts: a.SubmittedPayouts, CompletedPayouts: a.CompletedPayouts,
+			CustomersPaidIn: a.CustomersPaidIn, CustomersPaidOut: a.CustomersPaidOut, CustomersInProgress: a.CustomersInProgress,
+		}
+		if err := a.Check(); err != nil {
+			msg := err.Error()
+			w.OK, w.Error, report.OK = false, &msg, false
+		}
+		report.Workspaces = append(report.Workspaces, w)
+	}
+	h, err := store.OutboxHealth(ctx)
+	if err != nil {
+		return err
+	}
+	report.Outbox = outboxJSON{Pending: h.Pending, Delivered: h.Delivered, Failed: h.Failed, OldestPending: timeOrNull(h.OldestPending)}
+	if err := printJSON(stdout, report); err != nil {
+		return err
+	}
+	if !report.OK {
+		return errAuditFailed
+	}
+	return nil
 }

@@ -4,7 +4,7 @@
 // staff logins.
 //
 //	server [serve] [-addr :8080] [-db ./payoutkit.db] [-sandbox=true]
-//	       [-sandbox-settle-after 0] [-rate-limit 0] [-portal=true]
+//	       [-sandbox-settle-after 0] [-rate-limit 0] [-portal=true] [-log-format json]
 //	server workspace create -db <db> -name <name> [-webhook-url <url>] [-staff-email <email>]
 //	server keys create|reset|list -db <db> -workspace <id>
 //	server keys revoke -db <db> -workspace <id> -prefix <prefix>
@@ -13,6 +13,7 @@
 //	server webhook events -db <db> -workspace <id>
 //	server webhook resend -db <db> -workspace <id> -event <event id>
 //	server staff add|remove -db <db> -workspace <id> -email <e-mail>
+//	server audit -db <db>
 //
 // Every serve flag is also read from the environment as PAYOUTKIT_<NAME>
 // (upper case, dashes as underscores: PAYOUTKIT_SANDBOX_SETTLE_AFTER); a
@@ -62,7 +63,7 @@ func (e usageError) Error() string { return e.msg }
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
 const usage = `usage:
-  server [serve] [-addr :8080] [-db ./payoutkit.db] [-sandbox=true] [-sandbox-settle-after 0] [-rate-limit 0] [-portal=true]
+  server [serve] [-addr :8080] [-db ./payoutkit.db] [-sandbox=true] [-sandbox-settle-after 0] [-rate-limit 0] [-portal=true] [-log-format json]
   server workspace create -db <db> -name <name> [-webhook-url <url>] [-staff-email <email>]
   server keys create|reset|list -db <db> -workspace <id>
   server keys revoke -db <db> -workspace <id> -prefix <prefix>
@@ -71,6 +72,7 @@ const usage = `usage:
   server webhook events -db <db> -workspace <id>
   server webhook resend -db <db> -workspace <id> -event <event id>
   server staff add|remove -db <db> -workspace <id> -email <e-mail>
+  server audit -db <db>
 `
 
 // run runs one command. It is main without the process: tests call it.
@@ -92,6 +94,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return keys(ctx, sub, rest[1:], stdout, stderr)
 	case cmd == "webhook" && (sub == "set" || sub == "rotate-secret" || sub == "events" || sub == "resend"):
 		return webhook(ctx, sub, rest[1:], stdout, stderr)
+	case cmd == "audit":
+		return audit(ctx, rest, stdout, stderr)
 	case cmd == "staff" && (sub == "add" || sub == "remove"):
 		return staff(ctx, sub, rest[1:], stdout, stderr)
 	case cmd == "help" || cmd == "-h" || cmd == "-help" || cmd == "--help":

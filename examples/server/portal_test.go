@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -191,5 +192,46 @@ func TestPortalFlagOff(t *testing.T) {
 	}
 	if st, env := call(t, "GET", s.url+"/v1/balance", key, ""); st != 200 || code(env) != 0 {
 		t.Fatalf("the API without the portal: %d %v", st, env)
+	}
+}
+
+// TestHealthProbes: /healthz and /readyz answer without a key; /readyz is
+// 503 once the database does not answer.
+func TestHealthProbes(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "probes.db")
+	s := startServer(t, "-db", db)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		resp, err := http.Get(s.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != `{"status":"ok"}` {
+			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, body)
+		}
+	}
+	if resp, err := http.Post(s.url+"/readyz", "text/plain", nil); err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Fatalf("POST /readyz: %v %v", resp, err)
+	}
+	// A newer binary migrated the database: this one is not ready for it.
+	raw, err := sql.Open("sqlite", "file:"+db+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(s.url + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("GET /readyz on a newer schema: %d; want 503", resp.StatusCode)
+	}
+	if resp, err := http.Get(s.url + "/healthz"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /healthz: %v %v", resp, err)
 	}
 }

@@ -42,6 +42,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rateLimit := fs.Float64("rate-limit", 0, "requests per second allowed per API key (0: no limit)")
 	allowPrivate := fs.Bool("webhook-allow-private", false, "deliver webhooks to loopback and private addresses outside the sandbox too")
 	withPortal := fs.Bool("portal", true, "serve the staff portal at / beside /v1")
+	logFormat := fs.String("log-format", "json", "log lines as `json` or text")
 	retention := fs.Duration("event-retention", delivery.DefaultRetention, "delete delivered webhook events recorded longer ago than this `duration` (negative: keep all)")
 	if err := parseFlags(fs, args, nil); err != nil {
 		return err
@@ -53,11 +54,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usagef("-sandbox-settle-after needs -sandbox")
 	case *rateLimit < 0:
 		return usagef("-rate-limit must not be negative")
+	case *logFormat != "json" && *logFormat != "text":
+		return usagef("-log-format must be json or text")
 	case *retention == 0:
 		return usagef("-event-retention must not be zero (negative keeps every event)")
 	}
 
-	log := newLogger(stderr)
+	log := newLogger(stderr, *logFormat)
 	store, err := openStore(ctx, *dsn, log)
 	if err != nil {
 		return err
@@ -93,9 +96,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var handler http.Handler = httpserver.New(engine, httpserver.Options{
 		Logger: log, Sandbox: *sandbox, RateLimit: *rateLimit,
 	})
+	var site http.Handler // nil: no portal, the API answers 40400
 	if *withPortal {
-		handler = mount(handler, portal.New(engine, portal.Options{Logger: log}))
+		site = portal.New(engine, portal.Options{Logger: log})
 	}
+	handler = mount(handler, site, health(store))
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -142,15 +147,59 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// mount serves /v1 and everything under it with api, the rest with portal.
-func mount(api, portal http.Handler) http.Handler {
+// mount serves /v1 and everything under it with api, /healthz and /readyz
+// with probes, and the rest with site (the portal), or with api's 40400
+// when there is no portal.
+func mount(api, site, probes http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/") {
+		switch p := r.URL.Path; {
+		case p == "/v1" || strings.HasPrefix(p, "/v1/"):
 			api.ServeHTTP(w, r)
+		case p == "/healthz" || p == "/readyz":
+			probes.ServeHTTP(w, r)
+		case site == nil:
+			api.ServeHTTP(w, r)
+		default:
+			site.ServeHTTP(w, r)
+		}
+	})
+}
+
+// readiness is what /readyz asks of the store.
+type readiness interface {
+	Ready(ctx context.Context) error
+}
+
+// health answers GET /healthz with 200 while the process serves, and GET
+// /readyz with 200 while the database answers and its schema is current,
+// 503 otherwise. Neither needs a key; neither says more than that.
+func health(store payoutkit.Store) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeProbe(w, http.StatusOK, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ready, ok := store.(readiness)
+		if !ok {
+			writeProbe(w, http.StatusOK, "ok")
 			return
 		}
-		portal.ServeHTTP(w, r)
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := ready.Ready(ctx); err != nil {
+			writeProbe(w, http.StatusServiceUnavailable, "unavailable")
+			return
+		}
+		writeProbe(w, http.StatusOK, "ok")
 	})
+	return mux
+}
+
+func writeProbe(w http.ResponseWriter, status int, word string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, "{\"status\":%q}\n", word)
 }
 
 // bootstrap creates the first workspace of an empty database and prints it.
@@ -198,8 +247,13 @@ func describeDSN(dsn string) string {
 	return dsn
 }
 
-func newLogger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+// newLogger logs to w in the given format: "text", or JSON lines.
+func newLogger(w io.Writer, format string) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
 // newFlagSet returns a flag set that reports its errors to stderr.

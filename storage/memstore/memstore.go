@@ -161,6 +161,27 @@ func (s *Store) WorkspaceCount(context.Context) (int, error) {
 	return len(s.workspaces), nil
 }
 
+// WorkspaceIDs implements payoutkit.WorkspaceStore.
+func (s *Store) WorkspaceIDs(context.Context) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ws := make([]payoutkit.Workspace, 0, len(s.workspaces))
+	for _, w := range s.workspaces {
+		ws = append(ws, w.ws)
+	}
+	slices.SortFunc(ws, func(a, b payoutkit.Workspace) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	ids := make([]string, len(ws))
+	for i, w := range ws {
+		ids[i] = w.ID
+	}
+	return ids, nil
+}
+
 // InsertAPIKey implements payoutkit.KeyStore.
 func (s *Store) InsertAPIKey(_ context.Context, key payoutkit.APIKey) error {
 	s.mu.Lock()
@@ -676,6 +697,27 @@ func (s *Store) PruneEvents(_ context.Context, before time.Time, limit int) (int
 		w.eventList = slices.DeleteFunc(w.eventList, func(x *event) bool { return x == e })
 	}
 	return len(old), nil
+}
+
+// OutboxHealth implements payoutkit.Outbox.
+func (s *Store) OutboxHealth(context.Context) (payoutkit.OutboxHealth, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var h payoutkit.OutboxHealth
+	for _, e := range s.events {
+		switch e.State {
+		case payoutkit.DeliveryPending:
+			h.Pending++
+			if h.OldestPending.IsZero() || e.CreatedAt.Before(h.OldestPending) {
+				h.OldestPending = e.CreatedAt
+			}
+		case payoutkit.DeliveryDelivered:
+			h.Delivered++
+		case payoutkit.DeliveryFailed:
+			h.Failed++
+		}
+	}
+	return h, nil
 }
 
 // pageOf cuts one newest-first page out of rows kept oldest first.

@@ -166,3 +166,20 @@ func (s *Store) migrateTo(ctx context.Context, target int) error {
 	}
 	return nil
 }
+
+// Ready reports whether the database answers and its schema is the one
+// this binary migrates to: nil, or why not. Servers use it for readiness.
+func (s *Store) Ready(ctx context.Context) error {
+	ms, err := loadMigrations(s.dialect)
+	if err != nil {
+		return err
+	}
+	var current int
+	if err := s.reader().QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+		return fmt.Errorf("sqlstore: %s does not answer: %w", s.name, translate(ctx, "ready", err))
+	}
+	if latest := ms[len(ms)-1].version; current != latest {
+		return fmt.Errorf("sqlstore: %s has schema version %d; this binary needs %d", s.name, current, latest)
+	}
+	return nil
+}

@@ -52,6 +52,19 @@ func (s *Store) WorkspaceCount(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// WorkspaceIDs implements payoutkit.WorkspaceStore.
+func (s *Store) WorkspaceIDs(ctx context.Context) ([]string, error) {
+	rows, err := s.reader().QueryContext(ctx, `SELECT id FROM workspaces ORDER BY created_at, id`)
+	if err != nil {
+		return nil, translate(ctx, "workspace ids", err)
+	}
+	ids, err := collect(rows, func(sc scanner) (string, error) {
+		var id string
+		return id, sc.Scan(&id)
+	})
+	return ids, translate(ctx, "workspace ids", err)
+}
+
 // SetWebhook implements payoutkit.WorkspaceStore.
 func (s *Store) SetWebhook(ctx context.Context, workspaceID, url, secret string) error {
 	res, err := s.writer().ExecContext(ctx, `UPDATE workspaces SET webhook_url = $2, webhook_secret = $3 WHERE id = $1`, workspaceID, url, secret)

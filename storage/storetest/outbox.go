@@ -346,3 +346,26 @@ func testPrune(t *testing.T, open Open) {
 		t.Fatalf("ledger has %d entries after pruning; want 4", len(p.Items))
 	}
 }
+
+func testHealth(t *testing.T, open Open) {
+	e := newEnv(t, open)
+	older := e.workspace().Workspace.ID
+	second := e.workspace().Workspace.ID
+	if ids := must[[]string](t)(e.store.WorkspaceIDs(e.ctx)); !slices.Equal(ids, []string{older, second}) {
+		t.Fatalf("WorkspaceIDs = %v; want %v, oldest first", ids, []string{older, second})
+	}
+	if h := must[payoutkit.OutboxHealth](t)(e.store.OutboxHealth(e.ctx)); h != (payoutkit.OutboxHealth{}) {
+		t.Fatalf("health of an empty outbox: %+v", h)
+	}
+	e.fund(older, "10.00")
+	must[payoutkit.Payout](t)(first(e.payout(older, "po-1", "1.00")))
+	noURL, err := e.eng.CreateWorkspace(e.ctx, payoutkit.CreateWorkspaceRequest{Name: "No URL"})
+	noErr(t, err)
+	e.fund(noURL.Workspace.ID, "1.00") // recorded failed
+	h := must[payoutkit.OutboxHealth](t)(e.store.OutboxHealth(e.ctx))
+	evs := must[payoutkit.Page[payoutkit.Event]](t)(e.store.Events(e.ctx, older, payoutkit.PageRequest{}))
+	oldest := evs.Items[len(evs.Items)-1].CreatedAt
+	if h.Pending != 2 || h.Failed != 1 || h.Delivered != 0 || !h.OldestPending.Equal(oldest) {
+		t.Fatalf("health %+v; want 2 pending (oldest %v), 1 failed", h, oldest)
+	}
+}
