@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,12 +45,14 @@ var ErrForbiddenDestination = errors.New("destination address not allowed")
 // blanks around it ignored.
 //
 // Only http and https URLs are delivered to. Redirects are not followed: a
-// 3xx answer is a failed delivery. No proxy is used. Unless AllowPrivate is
-// set, the address actually dialed (after DNS resolution, so that a name
-// that later resolves elsewhere cannot get around it) must be a public
-// unicast address: loopback, private, link-local (cloud metadata services),
+// 3xx answer is a failed delivery. No proxy is used. The address actually
+// dialed (after DNS resolution, so that a name that later resolves
+// elsewhere cannot get around it) is checked: unless AllowPrivate is set it
+// must be a public unicast address (loopback, private, link-local,
 // unspecified, multicast, shared (100.64.0.0/10) and reserved addresses are
-// refused with ErrForbiddenDestination.
+// refused with ErrForbiddenDestination). Link-local addresses, cloud
+// metadata services, unspecified and multicast addresses are refused even
+// with AllowPrivate.
 //
 // The zero value is ready to use and safe for concurrent use; do not change
 // its fields after the first Notify.
@@ -57,9 +60,10 @@ type HTTPNotifier struct {
 	// Timeout bounds one delivery, from dialing to reading the answer.
 	// Defaults to DefaultTimeout (10 s).
 	Timeout time.Duration
-	// AllowPrivate lets deliveries reach loopback, private and other
-	// non-public addresses. Turn it on in a sandbox or when receivers live on
-	// the operator's own network. Defaults to false.
+	// AllowPrivate lets deliveries reach loopback, private, shared and
+	// reserved addresses, never link-local ones or metadata services. Turn
+	// it on in a sandbox or when receivers live on the operator's own
+	// network. Defaults to false.
 	AllowPrivate bool
 
 	once   sync.Once
@@ -78,9 +82,9 @@ func (n *HTTPNotifier) timeout() time.Duration {
 func (n *HTTPNotifier) httpClient() *http.Client {
 	n.once.Do(func() {
 		timeout := n.timeout()
-		dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
-		if !n.AllowPrivate {
-			dialer.ControlContext = refusePrivate
+		dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, ControlContext: refusePrivate}
+		if n.AllowPrivate {
+			dialer.ControlContext = refuseNeverAllowed
 		}
 		n.client = &http.Client{
 			Timeout: timeout,
@@ -156,8 +160,18 @@ func (n *HTTPNotifier) describe(err error) error {
 }
 
 // refusePrivate is the dialer's Control hook: it sees the resolved address
-// that is about to be connected to.
+// that is about to be connected to, and refuses any non-public one.
 func refusePrivate(_ context.Context, _, address string, _ syscall.RawConn) error {
+	return checkDial(address, nonPublic)
+}
+
+// refuseNeverAllowed is the Control hook with AllowPrivate: it refuses the
+// addresses no webhook may reach.
+func refuseNeverAllowed(_ context.Context, _, address string, _ syscall.RawConn) error {
+	return checkDial(address, neverAllowed)
+}
+
+func checkDial(address string, refuse func(netip.Addr) string) error {
 	host, _, err := net.SplitHostPort(address)
 	if err != nil {
 		return fmt.Errorf("%w: %s", ErrForbiddenDestination, address)
@@ -166,16 +180,43 @@ func refusePrivate(_ context.Context, _, address string, _ syscall.RawConn) erro
 	if err != nil {
 		return fmt.Errorf("%w: %s", ErrForbiddenDestination, address)
 	}
-	if why := nonPublic(ip); why != "" {
+	if why := refuse(ip); why != "" {
 		return fmt.Errorf("%w: %s is %s", ErrForbiddenDestination, ip, why)
 	}
 	return nil
+}
+
+// metadataAddrs are cloud metadata services outside the link-local ranges.
+var metadataAddrs = []netip.Addr{
+	netip.MustParseAddr("fd00:ec2::254"),   // AWS over IPv6
+	netip.MustParseAddr("100.100.100.200"), // Alibaba Cloud
+	netip.MustParseAddr("168.63.129.16"),   // Azure's wireserver
+}
+
+// neverAllowed names why an address is out of reach even for a sandbox or
+// an operator who allows private receivers, or returns "".
+func neverAllowed(ip netip.Addr) string {
+	ip = ip.Unmap()
+	switch {
+	case ip.IsUnspecified():
+		return "unspecified"
+	case ip.IsLinkLocalUnicast():
+		return "link-local (cloud metadata services live there)"
+	case ip.IsMulticast():
+		return "multicast"
+	case slices.Contains(metadataAddrs, ip):
+		return "a cloud metadata service"
+	}
+	return ""
 }
 
 // nonPublic names the kind of a non-public address, or returns "" for a
 // public unicast one.
 func nonPublic(ip netip.Addr) string {
 	ip = ip.Unmap()
+	if why := neverAllowed(ip); why != "" {
+		return why
+	}
 	switch {
 	case ip.IsUnspecified():
 		return "unspecified"

@@ -3,6 +3,7 @@ package delivery
 import (
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -142,14 +143,15 @@ func TestNonPublic(t *testing.T) {
 		"172.16.0.1":           "private",
 		"192.168.1.1":          "private",
 		"fd00::1":              "private",
-		"fd00:ec2::254":        "private",
-		"169.254.169.254":      "link-local",
-		"fe80::1":              "link-local",
+		"fd00:ec2::254":        "a cloud metadata service",
+		"169.254.169.254":      "link-local (cloud metadata services live there)",
+		"fe80::1":              "link-local (cloud metadata services live there)",
 		"0.0.0.0":              "unspecified",
 		"::":                   "unspecified",
 		"224.0.0.1":            "multicast",
 		"ff02::1":              "multicast",
-		"100.100.100.200":      "shared address space",
+		"100.100.100.200":      "a cloud metadata service",
+		"100.100.100.201":      "shared address space",
 		"0.1.2.3":              "reserved (this network)",
 		"255.255.255.255":      "reserved",
 		"198.18.0.1":           "reserved (benchmarking)",
@@ -164,6 +166,26 @@ func TestNonPublic(t *testing.T) {
 		if got := nonPublic(netip.MustParseAddr(addr)); got != want {
 			t.Errorf("nonPublic(%s) = %q; want %q", addr, got, want)
 		}
+	}
+}
+
+// With AllowPrivate (the sandbox, -webhook-allow-private) loopback and
+// private receivers are reached, link-local addresses and metadata
+// services never.
+func TestNeverAllowed(t *testing.T) {
+	for addr, refused := range map[string]bool{
+		"127.0.0.1": false, "10.1.2.3": false, "192.168.0.10": false, "fd12::1": false, "8.8.8.8": false,
+		"169.254.169.254": true, "169.254.0.1": true, "fe80::1": true, "fd00:ec2::254": true,
+		"100.100.100.200": true, "168.63.129.16": true, "0.0.0.0": true, "::ffff:169.254.169.254": true, "224.0.0.1": true,
+	} {
+		err := refuseNeverAllowed(t.Context(), "tcp", net.JoinHostPort(addr, "80"), nil)
+		if refused != errors.Is(err, ErrForbiddenDestination) {
+			t.Errorf("%s: %v; refused %v", addr, err, refused)
+		}
+	}
+	ws := payoutkit.Workspace{WebhookURL: "http://169.254.169.254/latest/meta-data/", WebhookSecret: "whsec_x"}
+	if _, err := (&HTTPNotifier{AllowPrivate: true}).Notify(t.Context(), ws, testEvent()); !errors.Is(err, ErrForbiddenDestination) {
+		t.Fatalf("Notify to the metadata service with AllowPrivate: %v; want ErrForbiddenDestination", err)
 	}
 }
 
