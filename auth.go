@@ -155,6 +155,33 @@ type NewWorkspace struct {
 // CreateWorkspace creates a workspace with a zero balance, a webhook signing
 // secret, its first staff user and its first API key.
 func (e *Engine) CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest) (NewWorkspace, error) {
+	return e.createWorkspace(ctx, "ws_"+randomBase62(16), req)
+}
+
+// BootstrapWorkspaceID is the id of the workspace Bootstrap creates.
+const BootstrapWorkspaceID = "ws_default"
+
+// Bootstrap creates the first workspace of an empty store, named
+// "default", and returns it with created true. When the store already has
+// a workspace it creates nothing. However many instances bootstrap one
+// store at once, one workspace is created: they all create the same id, and
+// the store's uniqueness lets one through.
+func (e *Engine) Bootstrap(ctx context.Context) (nw NewWorkspace, created bool, err error) {
+	n, err := e.store.WorkspaceCount(ctx)
+	if err != nil || n > 0 {
+		return NewWorkspace{}, false, err
+	}
+	nw, err = e.createWorkspace(ctx, BootstrapWorkspaceID, CreateWorkspaceRequest{Name: "default"})
+	if err != nil {
+		if _, werr := e.store.Workspace(ctx, BootstrapWorkspaceID); werr == nil {
+			return NewWorkspace{}, false, nil // another instance was first
+		}
+		return NewWorkspace{}, false, err
+	}
+	return nw, true, nil
+}
+
+func (e *Engine) createWorkspace(ctx context.Context, id string, req CreateWorkspaceRequest) (NewWorkspace, error) {
 	var v validation
 	checkText(&v, "name", req.Name, true, maxText)
 	checkWebhookURL(&v, req.WebhookURL)
@@ -172,7 +199,7 @@ func (e *Engine) CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest
 	}
 	now := e.clock()
 	ws := Workspace{
-		ID: "ws_" + randomBase62(16), Name: req.Name, WebhookURL: req.WebhookURL,
+		ID: id, Name: req.Name, WebhookURL: req.WebhookURL,
 		WebhookSecret: newWebhookSecret(), CreatedAt: now,
 	}
 	email := strings.ToLower(req.StaffEmail)

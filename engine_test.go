@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/crypto/bcrypt"
@@ -131,4 +133,31 @@ func FuzzAuthenticate(f *testing.F) {
 			t.Fatalf("Authenticate(%q) accepted as %+v", h, p)
 		}
 	})
+}
+
+// Many instances bootstrapping one store at once create one workspace.
+func TestBootstrapOnce(t *testing.T) {
+	store := memstore.New()
+	var created atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			eng, err := payoutkit.New(store, &payoutkit.Config{PasswordCost: bcrypt.MinCost})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_, ok, err := eng.Bootstrap(t.Context())
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				created.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n, _ := store.WorkspaceCount(t.Context()); created.Load() != 1 || n != 1 {
+		t.Fatalf("%d bootstraps reported, %d workspaces; want 1 and 1", created.Load(), n)
+	}
 }

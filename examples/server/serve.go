@@ -76,7 +76,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := bootstrap(ctx, store, engine, stdout, log); err != nil {
+	if err := bootstrap(ctx, engine, stdout, log); err != nil {
 		return err
 	}
 
@@ -203,17 +203,14 @@ func writeProbe(w http.ResponseWriter, status int, word string) {
 }
 
 // bootstrap creates the first workspace of an empty database and prints it.
-func bootstrap(ctx context.Context, store payoutkit.Store, engine *payoutkit.Engine, stdout io.Writer, log *slog.Logger) error {
-	n, err := store.WorkspaceCount(ctx)
-	if err != nil {
-		return fmt.Errorf("counting workspaces: %w", err)
-	}
-	if n > 0 {
-		return nil
-	}
-	nw, err := engine.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "default"})
+// Of several instances starting at once on one database, one does.
+func bootstrap(ctx context.Context, engine *payoutkit.Engine, stdout io.Writer, log *slog.Logger) error {
+	nw, created, err := engine.Bootstrap(ctx)
 	if err != nil {
 		return fmt.Errorf("creating the first workspace: %w", err)
+	}
+	if !created {
+		return nil
 	}
 	log.Info("empty database: created the first workspace; its API key and staff password are printed once, on stdout",
 		"workspace_id", nw.Workspace.ID, "key_prefix", nw.APIKey.Prefix, "staff_email", nw.StaffEmail)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -211,4 +213,48 @@ func TestPostgresLeastPrivilege(t *testing.T) {
 	if _, _, err := eng.CreatePayout(t.Context(), nw.Workspace.ID, payoutRequest("po-1", "1.00")); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Several stores on one database (as several instances starting at once)
+// bootstrap it: one workspace is created, and one of them says so.
+func TestBootstrapOnceAcrossStores(t *testing.T) {
+	dsns := map[string]string{"SQLite": filepath.Join(t.TempDir(), "boot.db")}
+	if dsn := os.Getenv(sqltest.EnvPostgres); dsn != "" {
+		dsns["Postgres"] = sqltest.FreshSchema(t, dsn)
+	}
+	for name, dsn := range dsns {
+		t.Run(name, func(t *testing.T) {
+			stores := make([]*sqlstore.Store, 4)
+			for i := range stores {
+				stores[i] = openAt(t, dsn)
+			}
+			var created atomic.Int32
+			var wg sync.WaitGroup
+			for _, s := range stores {
+				wg.Go(func() {
+					_, ok, err := newEngine(t, s).Bootstrap(t.Context())
+					if err != nil {
+						t.Error(err)
+					}
+					if ok {
+						created.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			if n, _ := stores[0].WorkspaceCount(t.Context()); created.Load() != 1 || n != 1 {
+				t.Fatalf("%d bootstraps reported, %d workspaces; want 1 and 1", created.Load(), n)
+			}
+		})
+	}
+}
+
+func openAt(t *testing.T, dsn string) *sqlstore.Store {
+	t.Helper()
+	s, err := sqlstore.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
