@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/payoutkit/payoutkit/address"
 )
@@ -61,11 +60,11 @@ func newCoinTable(coins []Coin, extra map[string]func(string) error) (coinTable,
 		validators: make(map[string]func(string) error),
 	}
 	for n, f := range extra {
-		t.validators[strings.ToUpper(n)] = f
+		t.validators[upperASCII(n)] = f
 	}
 	var errs []error
 	for _, c := range coins {
-		net := strings.ToUpper(c.Network)
+		net := upperASCII(c.Network)
 		if c.Ticker == "" || c.Network == "" {
 			errs = append(errs, fmt.Errorf("payoutkit: coin %+v needs a ticker and a network", c))
 			continue
@@ -78,8 +77,8 @@ func newCoinTable(coins []Coin, extra map[string]func(string) error) (coinTable,
 			}
 			t.validators[net] = v
 		}
-		t.byPair[strings.ToUpper(c.Ticker)+"/"+net] = c
-		t.tickers[strings.ToUpper(c.Ticker)] = true
+		t.byPair[upperASCII(c.Ticker)+"/"+net] = c
+		t.tickers[upperASCII(c.Ticker)] = true
 	}
 	return t, errors.Join(errs...)
 }
@@ -91,7 +90,7 @@ func (t coinTable) check(v *validation, asset, network, addr string) Coin {
 	switch {
 	case asset == "":
 		v.add("asset", "is required")
-	case !t.tickers[strings.ToUpper(asset)]:
+	case !t.tickers[upperASCII(asset)]:
 		v.add("asset", "is not a payout coin (see GET /v1/coins)")
 	}
 	if network == "" {
@@ -103,13 +102,26 @@ func (t coinTable) check(v *validation, asset, network, addr string) Coin {
 	if len(v.fields) > bad {
 		return Coin{}
 	}
-	c, ok := t.byPair[strings.ToUpper(asset)+"/"+strings.ToUpper(network)]
+	c, ok := t.byPair[upperASCII(asset)+"/"+upperASCII(network)]
 	if !ok {
-		v.add("network", fmt.Sprintf("is not offered for asset %s (see GET /v1/coins)", strings.ToUpper(asset)))
+		v.add("network", fmt.Sprintf("is not offered for asset %s (see GET /v1/coins)", upperASCII(asset)))
 		return Coin{}
 	}
-	if err := t.validators[strings.ToUpper(c.Network)](addr); err != nil {
+	if err := t.validators[upperASCII(c.Network)](addr); err != nil {
 		v.add("address", "is not a valid "+c.Network+" address")
 	}
 	return c
+}
+
+// upperASCII upper-cases the ASCII letters of s and nothing else: tickers
+// and networks match case-insensitively in ASCII only, so that no Unicode
+// look-alike ("Uſdt", whose ſ folds to s) names a coin.
+func upperASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -290,7 +292,8 @@ func checkAmount(v *validation, field, s string) Amount {
 const maxText = 128
 
 // checkText accepts 1 to maxLen characters (0 when optional) of valid UTF-8
-// without control characters.
+// without control characters, format characters (bidi overrides, zero-width
+// ones) or U+FFFD.
 func checkText(v *validation, field, s string, required bool, maxLen int) {
 	switch {
 	case s == "" && required:
@@ -301,7 +304,17 @@ func checkText(v *validation, field, s string, required bool, maxLen int) {
 		v.add(field, fmt.Sprintf("must be at most %d characters", maxLen))
 	case hasControl(s):
 		v.add(field, "must not contain control characters")
+	case hasInvisible(s):
+		v.add(field, "must not contain invisible or bidirectional formatting characters, or U+FFFD")
 	}
+}
+
+// hasInvisible reports format characters (zero-width spaces and joiners,
+// bidirectional overrides such as U+202E, the byte order mark), which could
+// make a page or a log line read other than it is, and U+FFFD, which is what
+// a lone surrogate in the request's JSON decodes to.
+func hasInvisible(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return unicode.Is(unicode.Cf, r) || r == utf8.RuneError })
 }
 
 func hasControl(s string) bool {

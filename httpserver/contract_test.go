@@ -95,6 +95,12 @@ func TestErrorTable40000(t *testing.T) {
 		{"bad payout_id chars", with("payout_id", "po 1"), "payout_id", "payout_id"},
 		{"payout_id too long", with("payout_id", strings.Repeat("a", 129)), "payout_id", "payout_id"},
 		{"payer_id control char", with("payer_id", "a\u0001b"), "payer_id", "payer_id"},
+		{"asset through Unicode folding", with("asset", "U\u017fdt"), "asset", "asset"},
+		{"network through Unicode folding", with("network", "\u212aRON"), "network", "network"},
+		{"payer_id bidi override", with("payer_id", "cust-\u202e24"), "payer_id", "invisible or bidirectional"},
+		{"payer_id zero-width space", with("payer_id", "cust\u200b-42"), "payer_id", "invisible or bidirectional"},
+		{"payer_id byte order mark", with("payer_id", "\ufeffcust-42"), "payer_id", "invisible or bidirectional"},
+		{"payer_id lone surrogate", strings.Replace(string(mustJSON(t, payoutBody("po-ls", "1.00"))), `"payer_id":"cust-42"`, `"payer_id":"cust-\ud800"`, 1), "payer_id", "U+FFFD"},
 		{"invalid UTF-8", []byte("{\"payout_id\": \"po-\xff\xfe\"}"), "", "UTF-8"},
 	}
 	for _, c := range cases {
@@ -112,6 +118,15 @@ func TestErrorTable40000(t *testing.T) {
 		t.Fatalf("balance %+v, %v", b, err)
 	}
 	e.audit(ws)
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func TestOverdraft(t *testing.T) {

@@ -447,7 +447,7 @@ func TestSIGTERMExitsZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return strings.Contains(stderr.String(), `"msg":"serving"`) }) // JSON lines by default
-	time.Sleep(50 * time.Millisecond) // let it reach the signal wait
+	time.Sleep(50 * time.Millisecond)                                                       // let it reach the signal wait
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -448,12 +448,12 @@ func TestBatchClaimCommitFailure(t *testing.T) {
 // no payout row behind, on both dialects (PostgreSQL has no savepoint to
 // roll it back: the create takes its row back itself).
 func TestBatchOverdraftLeavesNoPayout(t *testing.T) {
-	for name, dsn := range map[string]func() string{
-		"SQLite":   func() string { return filepath.Join(t.TempDir(), "batch.db") },
-		"Postgres": func() string { return sqltest.Postgres(t) },
+	for name, dsn := range map[string]func(t *testing.T) string{
+		"SQLite":   func(t *testing.T) string { return filepath.Join(t.TempDir(), "batch.db") },
+		"Postgres": func(t *testing.T) string { return sqltest.Postgres(t) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := newBatchEnvAt(t, dsn(), 1000)
+			e := newBatchEnvAt(t, dsn(t), 1000)
 			var reqs []*txRequest
 			var ops []*createPayoutOp
 			for _, c := range []struct {
