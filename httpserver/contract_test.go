@@ -458,12 +458,26 @@ func TestRequestID(t *testing.T) {
 	if got := e.do("GET", "/v1/balance", key, nil, "X-Request-Id", long).header.Get("X-Request-Id"); got != long {
 		t.Fatalf("128-char id not echoed")
 	}
-	for _, bad := range []string{strings.Repeat("a", 129), "a b", "a/b", "<script>", "é", "a\tb", ""} {
+	if got := e.do("GET", "/v1/balance", key, nil, "X-Request-Id", "task_42").header.Get("X-Request-Id"); got != "task_42" {
+		t.Fatalf("an id with sk_ inside a word not echoed: %q", got)
+	}
+	// Key-shaped ids are neither echoed nor logged.
+	for _, bad := range []string{strings.Repeat("a", 129), "a b", "a/b", "<script>", "é", "a\tb", "", key, strings.ToUpper(key),
+		"trace-" + key, "whsec_0123456789abcdef"} {
 		r := e.do("GET", "/v1/nope", key, nil, "X-Request-Id", bad).wantCode(t, 40400)
 		got := r.header.Get("X-Request-Id")
 		if got == bad || got == "" || len(got) > 128 {
 			t.Fatalf("bad id %q answered with %q", bad, got)
 		}
+	}
+	if logs := e.logs.String(); strings.Contains(strings.ToLower(logs), strings.ToLower(key[3:])) || strings.Contains(logs, "whsec_0123") {
+		t.Fatalf("a key-shaped request id reached the logs:\n%s", logs)
+	}
+	// Key-shaped paths are masked in any case.
+	upper := "/v1/SK_" + strings.ToUpper(key[3:])
+	e.do("GET", upper, "", nil).wantCode(t, 40400)
+	if logs := e.logs.String(); strings.Contains(strings.ToLower(logs), strings.ToLower(key[3:])) {
+		t.Fatalf("an upper-case key in a path reached the logs:\n%s", logs)
 	}
 	r := e.do("GET", "/v1/balance", key, nil, "X-Request-Id", "one", "X-Request-Id", "two")
 	if got := r.header.Get("X-Request-Id"); got == "one" || got == "two" {

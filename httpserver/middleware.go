@@ -133,7 +133,8 @@ func recoverPanic(rec *recorder, r *http.Request) {
 }
 
 // requestID returns a valid incoming X-Request-Id (exactly one header of 1
-// to 128 characters of [A-Za-z0-9._-]) or a new random one.
+// to 128 characters of [A-Za-z0-9._-], not shaped like a key or a secret,
+// since it is logged and echoed) or a new random one.
 func requestID(values []string) string {
 	if len(values) == 1 && validRequestID(values[0]) {
 		return values[0]
@@ -144,7 +145,7 @@ func requestID(values []string) string {
 }
 
 func validRequestID(s string) bool {
-	if len(s) == 0 || len(s) > 128 {
+	if len(s) == 0 || len(s) > 128 || secretLike.MatchString(s) {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -156,12 +157,15 @@ func validRequestID(s string) bool {
 	return true
 }
 
-var secretLike = regexp.MustCompile(`(sk|whsec)_[A-Za-z0-9_]*`)
+// secretLike matches what looks like an API key or a webhook secret, in any
+// case, at the start of a word ("task_1" is not one): such a string is
+// never logged.
+var secretLike = regexp.MustCompile(`(?i)(^|[^a-z0-9])(sk|whsec)_[a-z0-9_]*`)
 
 // maskPath makes an unknown path safe to log: secrets masked, length bounded.
 func maskPath(p string) string {
 	if len(p) > 256 {
 		p = p[:256] + "…"
 	}
-	return secretLike.ReplaceAllString(p, "${1}_***")
+	return secretLike.ReplaceAllString(p, "${1}${2}_***")
 }
