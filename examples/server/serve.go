@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -52,8 +53,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usagef("-sandbox-settle-after must not be negative")
 	case *settleAfter > 0 && !*sandbox:
 		return usagef("-sandbox-settle-after needs -sandbox")
-	case *rateLimit < 0:
-		return usagef("-rate-limit must not be negative")
+	case math.IsNaN(*rateLimit) || *rateLimit < 0 || *rateLimit > 1e6 || (*rateLimit > 0 && *rateLimit < 0.001):
+		return usagef("-rate-limit must be 0 (off) or between 0.001 and 1000000 requests per second")
 	case *logFormat != "json" && *logFormat != "text":
 		return usagef("-log-format must be json or text")
 	case *retention == 0:

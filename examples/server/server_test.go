@@ -295,6 +295,11 @@ func TestAdminCommands(t *testing.T) {
 		{"keys", "frobnicate"},
 		{"frobnicate"},
 		{"serve", "-rate-limit", "-1"},
+		{"serve", "-rate-limit", "NaN"},
+		{"serve", "-rate-limit", "1e-300"},
+		{"serve", "-rate-limit", "+Inf"},
+		{"serve", "-log-format", "xml"},
+		{"serve", "-event-retention", "0s"},
 		{"serve", "-sandbox-settle-after", "-1s"},
 		{"serve", "extra"},
 	} {
