@@ -260,3 +260,26 @@ func TestSQLiteBusy(t *testing.T) {
 		t.Fatalf("write after the lock was released: %v", err)
 	}
 }
+
+// A new database, and the WAL and shared-memory files beside it, are
+// readable and writable by their owner alone: they hold webhook secrets.
+func TestNewDatabaseIsPrivate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "private.db")
+	s, err := sqlstore.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.WorkspaceCount(t.Context()); err != nil { // touches the WAL
+		t.Fatal(err)
+	}
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode := fi.Mode().Perm(); mode != 0o600 {
+			t.Errorf("%s: mode %o; want 600", filepath.Base(f), mode)
+		}
+	}
+}

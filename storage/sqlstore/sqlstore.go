@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -219,6 +220,16 @@ func openSQLite(ctx context.Context, dsn string, cfg config) (*Store, error) {
 		return nil, err
 	}
 	busy := fmt.Sprintf("busy_timeout(%d)", cfg.busyTimeout.Milliseconds())
+	// The database holds webhook secrets and password hashes: a new file is
+	// created readable by its owner alone, and SQLite gives its -wal and
+	// -shm files the database file's permissions.
+	// Where the file cannot be made here, SQLite's own open below fails and
+	// says why.
+	if params.Get("mode") != "ro" {
+		if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+			_ = f.Close()
+		}
+	}
 
 	// The writer: one connection, so that transactions queue in the process
 	// instead of meeting SQLITE_BUSY, and each begins IMMEDIATE, taking the
