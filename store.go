@@ -128,7 +128,8 @@ type LedgerStore interface {
 // failed, with NoWebhookURLError, and is never claimed unless resent.
 type Outbox interface {
 	// ClaimEvents leases up to limit events that are due (pending, next attempt
-	// at or before now, no live lease) to owner until leaseUntil, oldest first.
+	// at or before now, no live lease) to owner until leaseUntil: the soonest
+	// due ones (events not yet due cost it nothing), returned oldest first.
 	// An event is not due while an earlier event of the same subject is still
 	// pending, so that a payout's events go out in order.
 	ClaimEvents(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]Event, error)

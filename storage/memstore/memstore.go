@@ -572,11 +572,8 @@ func (s *Store) ClaimEvents(_ context.Context, owner string, now, leaseUntil tim
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	blocked := make(map[string]bool) // subjects with an earlier pending event
-	var out []payoutkit.Event
+	var due []*event
 	for _, e := range s.pending {
-		if len(out) >= limit {
-			break
-		}
 		subject := e.WorkspaceID + "\x00" + e.Subject
 		if blocked[subject] {
 			continue
@@ -585,6 +582,13 @@ func (s *Store) ClaimEvents(_ context.Context, owner string, now, leaseUntil tim
 		if e.NextAttemptAt.After(now) || e.leaseUntil.After(now) {
 			continue
 		}
+		due = append(due, e)
+	}
+	slices.SortStableFunc(due, func(a, b *event) int { return a.NextAttemptAt.Compare(b.NextAttemptAt) })
+	due = due[:min(limit, len(due))]
+	slices.SortFunc(due, func(a, b *event) int { return int(a.seq - b.seq) })
+	out := make([]payoutkit.Event, 0, len(due))
+	for _, e := range due {
 		e.leaseOwner, e.leaseUntil = owner, leaseUntil
 		out = append(out, e.Event)
 	}

@@ -112,8 +112,10 @@ func TestSQLitePlans(t *testing.T) {
 		{"payouts by payer", payoutsByPayerSQL, "payouts_workspace_payer_seq"},
 		{"customers", `SELECT ` + customerCols + `, seq FROM customers WHERE workspace_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`, "customers_workspace_seq"},
 		{"subject events", subjectEventsSQL, "events_subject"},
-		// The probe for an earlier pending event of the same subject.
-		{"claim events", s.q.claimEvents, "events_subject"},
+		// The due events, soonest first, and the probe for an earlier
+		// pending event of the same subject.
+		{"claim events", s.q.claimEvents, "events_due"},
+		{"claim events' subject probe", s.q.claimEvents, "events_subject"},
 	} {
 		rows, err := s.reader().QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+c.query, 1, 2, 3, 4, 5)
 		if err != nil {

@@ -196,14 +196,13 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) (i
 }
 
 // OutboxHealth implements payoutkit.Outbox: one statement, one snapshot.
-// The oldest pending event is the first of the pending index.
 func (s *Store) OutboxHealth(ctx context.Context) (payoutkit.OutboxHealth, error) {
 	var h payoutkit.OutboxHealth
 	err := s.reader().QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM events WHERE state = 'pending'),
 		(SELECT count(*) FROM events WHERE state = 'delivered'),
 		(SELECT count(*) FROM events WHERE state = 'failed'),
-		(SELECT created_at FROM events WHERE state = 'pending' ORDER BY seq LIMIT 1)`).
+		(SELECT MIN(created_at) FROM events WHERE state = 'pending')`).
 		Scan(&h.Pending, &h.Delivered, &h.Failed, timeCol{&h.OldestPending})
 	if err != nil {
 		return payoutkit.OutboxHealth{}, translate(ctx, "outbox health", err)

@@ -39,18 +39,21 @@ func queriesFor(dialect string) *queries {
 	}
 }
 
-// Claims: $1 now, $2 lease until, $3 limit, $4 owner. An event is a
-// candidate only when no earlier event of its subject is pending, whether
-// or not that one is due, so that a subject's events go out in order.
+// Claims: $1 now, $2 lease until, $3 limit, $4 owner. Due events are read
+// soonest due first through events_due, so a backlog waiting for its
+// retries costs nothing. An event is a candidate only when no earlier
+// event of its subject is pending, whether or not that one is due, so that
+// a subject's events go out in order. Every pending event has a
+// next_attempt_at.
 const claimEventsSQL = `WITH due AS MATERIALIZED (
 	SELECT e.seq FROM events e
 	WHERE e.state = 'pending'
-		AND (e.next_attempt_at IS NULL OR e.next_attempt_at <= $1)
+		AND e.next_attempt_at <= $1
 		AND (e.lease_until IS NULL OR e.lease_until <= $1)
 		AND NOT EXISTS (
 			SELECT 1 FROM events b
 			WHERE b.state = 'pending' AND b.workspace_id = e.workspace_id AND b.subject = e.subject AND b.seq < e.seq)
-	ORDER BY e.seq
+	ORDER BY e.next_attempt_at, e.seq
 	LIMIT $3
 	%s
 )
