@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary serve the baseline, as the tool's own
+// binary does when it starts the baseline process.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == baselineCommand {
+		if err := serveBaseline(context.Background(), os.Stdout); err != nil {
+			os.Exit(1)
+		}
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// TestShortRun runs every workload briefly against a server the tool builds
+// and starts, and holds the tool to its own checks: the money adds up and
+// every event arrived signed.
+func TestShortRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts the server")
+	}
+	o, err := parseOptions([]string{
+		"-workload", "payouts,payouts-spread,balance,mixed", "-workspaces", "3",
+		"-clients", "4", "-duration", "2s", "-requests", "150", "-idle", "200ms", "-drain-wait", "30s",
+	}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := execute(t.Context(), o, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	rep.print(&out)
+	t.Log("\n" + out.String())
+
+	if !rep.MoneyOK || !rep.EventsOK {
+		t.Fatal("the money or event check failed")
+	}
+	if rep.Baseline == nil || rep.Baseline.OK == 0 {
+		t.Fatal("the baseline answered nothing")
+	}
+	if len(rep.Workloads) != 4 {
+		t.Fatalf("ran %d workloads, want 4", len(rep.Workloads))
+	}
+	for _, w := range rep.Workloads {
+		if w.OK == 0 || w.Errors > 0 || w.Requests > 150 {
+			t.Errorf("%s: %d requests, %d ok, %d errors (first: %s); want 1-150 requests, all ok", w.Name, w.Requests, w.OK, w.Errors, w.FirstError)
+		}
+		if w.ServerRSSMiB <= 0 {
+			t.Errorf("%s: no server memory measured", w.Name)
+		}
+	}
+	payouts := 0
+	for _, m := range rep.Money {
+		payouts += m.Payouts
+	}
+	if rep.Events.Expected != payouts+len(rep.Money) { // one order.paid per workspace
+		t.Errorf("expected %d events, want %d payouts + %d orders", rep.Events.Expected, payouts, len(rep.Money))
+	}
+	if rep.Server == nil || rep.Server.PeakRSSMiB <= 0 || rep.Server.DatabaseBytes <= 0 {
+		t.Errorf("server usage not measured: %+v", rep.Server)
+	}
+}
+
+func TestOptions(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // in the error; "" for none
+	}{
+		{nil, ""},
+		{[]string{"-url", "http://127.0.0.1:8080", "-key", "sk_x"}, ""},
+		{[]string{"-url", "http://localhost:8080", "-key", "sk_x"}, ""},
+		{[]string{"-url", "http://10.0.0.5:8080", "-key", "sk_x"}, "only loopback"},
+		{[]string{"-url", "http://example.com", "-key", "sk_x"}, "only loopback"},
+		{[]string{"-url", "http://127.0.0.1:8080"}, "needs -key"},
+		{[]string{"-url", "http://127.0.0.1:8080", "-key", "sk_x", "-workload", "payouts-spread"}, "needs a server"},
+		{[]string{"-workload", "nope"}, "unknown workload"},
+		{[]string{"-clients", "0"}, "-clients"},
+		{[]string{"-duration", "2h"}, "-duration"},
+		{[]string{"-amount", "1.001"}, "-amount"},
+		{[]string{"-pid", "12"}, "-pid goes with -url"},
+	} {
+		_, err := parseOptions(tc.args, io.Discard)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q: %v", tc.args, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%q: error %v, want one with %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	var d []time.Duration
+	for i := 1; i <= 100; i++ {
+		d = append(d, time.Duration(i))
+	}
+	if p := percentile(d, 0.5); p != 50 {
+		t.Errorf("p50 = %d, want 50", p)
+	}
+	if p := percentile(d, 0.99); p != 99 {
+		t.Errorf("p99 = %d, want 99", p)
+	}
+	if p := percentile(d[:1], 0.99); p != 1 {
+		t.Errorf("p99 of one = %d, want 1", p)
+	}
+}

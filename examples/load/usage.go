@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// clockTicks is Linux's USER_HZ, the unit of /proc/<pid>/stat's CPU times;
+// it is 100 on every common architecture.
+const clockTicks = 100
+
+// cpuTime is the process's user plus system CPU time so far.
+func cpuTime(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name (field 2) may hold spaces; the fields after it don't.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicks, true
+}
+
+// memoryKiB reads a field of /proc/<pid>/status such as VmRSS or VmHWM.
+func memoryKiB(pid int, field string) (int64, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// usageSampler follows a process's CPU and peak memory while a workload runs.
+type usageSampler struct {
+	pid   int
+	start time.Time
+	cpu0  time.Duration
+	done  chan struct{}
+	wg    sync.WaitGroup
+	peak  int64
+}
+
+func startSampler(pid int) *usageSampler {
+	s := &usageSampler{pid: pid, start: time.Now(), done: make(chan struct{})}
+	s.cpu0, _ = cpuTime(pid)
+	s.wg.Go(func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if rss, ok := memoryKiB(pid, "VmRSS"); ok {
+				s.peak = max(s.peak, rss)
+			}
+			select {
+			case <-s.done:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	return s
+}
+
+// stop returns the cores the process kept busy on average and its peak
+// resident memory in MiB.
+func (s *usageSampler) stop() (cores, rssMiB float64) {
+	close(s.done)
+	s.wg.Wait()
+	cpu1, _ := cpuTime(s.pid)
+	return (cpu1 - s.cpu0).Seconds() / time.Since(s.start).Seconds(), float64(s.peak) / 1024
+}
+
+// serverUsage is what the server process cost over the whole run.
+type serverUsage struct {
+	PeakRSSMiB    float64 `json:"peak_rss_mib"` // VmHWM: the high-water mark of the whole run
+	RSSMiB        float64 `json:"rss_mib"`      // at the end
+	IdleCPU       float64 `json:"idle_cpu_percent"`
+	IdleSeconds   float64 `json:"idle_seconds"`
+	LogLines      int64   `json:"log_lines,omitempty"`
+	LogBytes      int64   `json:"log_bytes,omitempty"`
+	DatabaseBytes int64   `json:"sqlite_bytes,omitempty"` // the SQLite file with its WAL
+	Payouts       int     `json:"payouts"`
+	BytesPerPay   int64   `json:"sqlite_bytes_per_payout,omitempty"`
+}
+
+// usage reports the server's memory, its CPU while idle (after every
+// workload and every delivery), and its logs and database size.
+func (t *target) usage(ctx context.Context, idle time.Duration) *serverUsage {
+	u := &serverUsage{}
+	if hwm, ok := memoryKiB(t.pid(), "VmHWM"); ok {
+		u.PeakRSSMiB = float64(hwm) / 1024
+	}
+	if rss, ok := memoryKiB(t.pid(), "VmRSS"); ok {
+		u.RSSMiB = float64(rss) / 1024
+	}
+	if idle > 0 {
+		cpu0, ok0 := cpuTime(t.pid())
+		start := time.Now()
+		select {
+		case <-time.After(idle):
+		case <-ctx.Done():
+		}
+		cpu1, ok1 := cpuTime(t.pid())
+		if ok0 && ok1 {
+			u.IdleSeconds = time.Since(start).Seconds()
+			u.IdleCPU = 100 * (cpu1 - cpu0).Seconds() / u.IdleSeconds
+		}
+	}
+	u.LogLines, u.LogBytes = t.logLines.Load(), t.logBytes.Load()
+	for _, w := range append([]*workspace{t.hot}, t.spread...) {
+		u.Payouts += len(w.acceptedIDs)
+	}
+	if t.cmd != nil && !strings.HasPrefix(t.db, "postgres") {
+		for _, suffix := range []string{"", "-wal"} {
+			if fi, err := os.Stat(t.db + suffix); err == nil {
+				u.DatabaseBytes += fi.Size()
+			}
+		}
+		if u.Payouts > 0 {
+			u.BytesPerPay = u.DatabaseBytes / int64(u.Payouts)
+		}
+	}
+	return u
+}
