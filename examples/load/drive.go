@@ -27,11 +27,11 @@ type request struct {
 type result struct {
 	Name            string    `json:"name"`
 	Requests        int       `json:"requests"`
-	OK              int       `json:"ok"`         // answered code 0
-	Refused         int       `json:"refused"`    // answered another code
-	Errors          int       `json:"errors"`     // no answer, or not an envelope
+	OK              int       `json:"ok"`      // answered code 0
+	Refused         int       `json:"refused"` // answered another code
+	Errors          int       `json:"errors"`  // no answer, or not an envelope
 	FirstError      string    `json:"first_error,omitempty"`
-	Rate            float64   `json:"rate"`       // requests per second
+	Rate            float64   `json:"rate"` // requests per second
 	P50             millis    `json:"p50_ms"`
 	P99             millis    `json:"p99_ms"`
 	Max             millis    `json:"max_ms"`
@@ -188,7 +188,9 @@ func call(ctx context.Context, hc *http.Client, baseURL string, r request) (int,
 // httpError is an answer that is not the API's envelope.
 type httpError struct{ status int }
 
-func (e *httpError) Error() string { return "HTTP " + http.StatusText(e.status) + ": not a JSON envelope" }
+func (e *httpError) Error() string {
+	return "HTTP " + http.StatusText(e.status) + ": not a JSON envelope"
+}
 
 // getJSON calls the API and decodes the envelope's data into v; a code other
 // than 0 is an error.

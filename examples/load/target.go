@@ -285,16 +285,16 @@ func (t *target) balance(ctx context.Context, hc *http.Client, w *workspace) (av
 
 // moneyCheck is the end-of-run check of one workspace's balance.
 type moneyCheck struct {
-	Workspace       string `json:"workspace"`
-	Funded          string `json:"funded"`
-	Accepted        string `json:"accepted"` // payouts answered code 0
-	Payouts         int    `json:"payouts"`
-	Unanswered      int    `json:"unanswered"` // resolved by looking them up
-	WantAvailable   string `json:"want_available"`
-	Available       string `json:"available"`
-	SampledFound    int    `json:"sampled_payouts_found"`
-	SampledMissing  int    `json:"sampled_payouts_missing"`
-	Problem         string `json:"problem,omitempty"`
+	Workspace      string `json:"workspace"`
+	Funded         string `json:"funded"`
+	Accepted       string `json:"accepted"` // payouts answered code 0
+	Payouts        int    `json:"payouts"`
+	Unanswered     int    `json:"unanswered"` // resolved by looking them up
+	WantAvailable  string `json:"want_available"`
+	Available      string `json:"available"`
+	SampledFound   int    `json:"sampled_payouts_found"`
+	SampledMissing int    `json:"sampled_payouts_missing"`
+	Problem        string `json:"problem,omitempty"`
 }
 
 // checkMoney compares every workspace's balance with what the run funded
