@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/storage/sqlstore"
 )
 
 // workspaceJSON is what workspace create (and the first serve) prints.
@@ -30,10 +31,17 @@ func printJSON(w io.Writer, v any) error {
 	return json.NewEncoder(w).Encode(v)
 }
 
+// adminBusyTimeout is how long an admin command waits for SQLite's write
+// lock. A server under heavy write load holds it almost all the time,
+// releasing it only between two group commits; a command that starts beside
+// it gets the lock in about a second, sometimes in several, and would fail
+// at the store's default 5 s now and then.
+const adminBusyTimeout = 30 * time.Second
+
 // adminEngine opens the database and an engine over it for one command.
 func adminEngine(ctx context.Context, dsn string, stderr io.Writer) (*payoutkit.Engine, func(), error) {
 	log := newLogger(stderr, "json")
-	store, err := openStore(ctx, dsn, log)
+	store, err := openStore(ctx, dsn, log, sqlstore.WithBusyTimeout(adminBusyTimeout))
 	if err != nil {
 		return nil, nil, err
 	}

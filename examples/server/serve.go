@@ -219,11 +219,11 @@ func bootstrap(ctx context.Context, engine *payoutkit.Engine, stdout io.Writer, 
 }
 
 // openStore opens the database named by dsn (a SQLite path or a postgres URL).
-func openStore(ctx context.Context, dsn string, log *slog.Logger) (payoutkit.Store, error) {
+func openStore(ctx context.Context, dsn string, log *slog.Logger, opts ...sqlstore.Option) (payoutkit.Store, error) {
 	if strings.TrimSpace(dsn) == "" {
 		return nil, usagef("-db is required")
 	}
-	s, err := sqlstore.Open(ctx, dsn, sqlstore.WithLogger(log))
+	s, err := sqlstore.Open(ctx, dsn, append([]sqlstore.Option{sqlstore.WithLogger(log)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
