@@ -1,0 +1,935 @@
+package main
+
+// Fault-injection suites: the real server binary (this test binary run as
+// the program, see TestMain) under a concurrent payout load while it is
+// SIGKILLed, SIGTERMed, cut off from PostgreSQL, or locked out of SQLite.
+// A client retries every request that got no definite answer with the same
+// payout_id, as a CRM should; each suite then checks that nothing answered
+// code 0 was lost, nothing exists twice, the money adds up, and that
+// `server audit` exits 0.
+//
+// PAYOUTKIT_FAULT_FULL=1 runs the full counts (20 crashes in a row, longer
+// loads); the default is small enough for CI. The PostgreSQL suites need
+// PAYOUTKIT_TEST_POSTGRES (and fail without it when CI=true).
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/storage/sqlstore/sqltest"
+)
+
+// envFaultFull turns on the full counts of the fault suites.
+const envFaultFull = "PAYOUTKIT_FAULT_FULL"
+
+// faultFull reports whether the full counts were asked for.
+func faultFull() bool { return os.Getenv(envFaultFull) == "1" }
+
+// faultCount is full under PAYOUTKIT_FAULT_FULL=1, short otherwise.
+func faultCount(short, full int) int {
+	if faultFull() {
+		return full
+	}
+	return short
+}
+
+func skipShortFault(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("fault suites run the program in child processes")
+	}
+}
+
+// ---- the server as a child process ----
+
+// proc is the real program serving in a child process.
+type proc struct {
+	cmd    *exec.Cmd
+	url    string
+	stderr *lineWatcher
+	exited chan struct{} // closed once the process has been waited for
+	err    error         // Wait's error, once exited
+}
+
+// lineWatcher keeps what the child writes and tells the address it serves on.
+type lineWatcher struct {
+	syncBuffer
+	mu      sync.Mutex
+	partial []byte
+	addr    chan string
+}
+
+func (w *lineWatcher) Write(p []byte) (int, error) {
+	w.syncBuffer.Write(p)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := w.partial[:i]
+		var l struct{ Msg, Addr string }
+		if json.Unmarshal(line, &l) == nil && l.Msg == "serving" && l.Addr != "" {
+			select {
+			case w.addr <- l.Addr:
+			default:
+			}
+		}
+		w.partial = w.partial[i+1:]
+	}
+	return len(p), nil
+}
+
+// programCmd returns the program (this test binary as main) with args.
+func programCmd(t testing.TB, args ...string) *exec.Cmd {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), "PAYOUTKIT_TEST_MAIN=1")
+	return cmd
+}
+
+// startProc starts `server serve -addr 127.0.0.1:0 args...` and waits until
+// it serves. The process is killed when the test ends, if it still runs.
+func startProc(t testing.TB, args ...string) *proc {
+	t.Helper()
+	cmd := programCmd(t, append([]string{"serve", "-addr", "127.0.0.1:0", "-portal=false"}, args...)...)
+	p := &proc{cmd: cmd, stderr: &lineWatcher{addr: make(chan string, 1)}, exited: make(chan struct{})}
+	cmd.Stdout = io.Discard
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default:
+			_ = cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+	select {
+	case a := <-p.stderr.addr:
+		p.url = "http://" + a
+	case <-p.exited:
+		t.Fatalf("server exited before serving (%v); stderr:\n%s", p.err, p.stderr.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("server did not serve within 60s; stderr:\n%s", p.stderr.String())
+	}
+	return p
+}
+
+// kill SIGKILLs the process and waits for it.
+func (p *proc) kill(t testing.TB) {
+	t.Helper()
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
+// term sends SIGTERM and returns how long the process took to exit; it
+// fails the test unless it exits 0 within limit.
+func (p *proc) term(t testing.TB, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(limit):
+		t.Fatalf("no exit within %s of SIGTERM; stderr:\n%s", limit, tail(p.stderr.String(), 4000))
+	}
+	if p.err != nil {
+		t.Fatalf("exit after SIGTERM: %v; stderr:\n%s", p.err, tail(p.stderr.String(), 4000))
+	}
+	return time.Since(start)
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// auditExitsZero runs `server audit -db dsn` as its own process and fails
+// the test unless it exits 0 with an ok report.
+func auditExitsZero(t testing.TB, dsn string) {
+	t.Helper()
+	cmd := programCmd(t, "audit", "-db", dsn)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("server audit: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+	}
+	var report struct {
+		OK bool `json:"ok"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil || !report.OK {
+		t.Fatalf("server audit printed %s (%v)", stdout.String(), err)
+	}
+}
+
+// ---- a workspace and its money ----
+
+type faultWorkspace struct {
+	id, key, secret string
+}
+
+// newFaultWorkspace creates a workspace with `workspace create` (optionally
+// sending webhooks to webhookURL).
+func newFaultWorkspace(t testing.TB, dsn, webhookURL string) faultWorkspace {
+	t.Helper()
+	args := []string{"workspace", "create", "-db", dsn, "-name", "Fault"}
+	if webhookURL != "" {
+		args = append(args, "-webhook-url", webhookURL)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("workspace create: %v\n%s", err, stderr.String())
+	}
+	var ws struct{ WorkspaceID, APIKey, WebhookSecret string }
+	m := map[string]string{}
+	if err := json.Unmarshal(stdout.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	ws.WorkspaceID, ws.APIKey, ws.WebhookSecret = m["workspace_id"], m["api_key"], m["webhook_secret"]
+	return faultWorkspace{id: ws.WorkspaceID, key: ws.APIKey, secret: ws.WebhookSecret}
+}
+
+// fund credits amount to the workspace through an order paid in the
+// sandbox, and returns it in cents.
+func fund(t testing.TB, url, key, orderID, amount string) int64 {
+	t.Helper()
+	for _, step := range []struct{ path, body string }{
+		{"/v1/orders", fmt.Sprintf(`{"order_id":%q,"amount":%q}`, orderID, amount)},
+		{"/v1/sandbox/orders/pay", fmt.Sprintf(`{"order_id":%q}`, orderID)},
+	} {
+		st, env := postJSON(url+step.path, key, step.body)
+		if st != 200 || env.Code != 0 {
+			t.Fatalf("%s: %d %+v", step.path, st, env)
+		}
+	}
+	a, err := payoutkit.ParseAmount(amount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int64(a)
+}
+
+type envelope struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data"`
+}
+
+var plainClient = &http.Client{Timeout: 30 * time.Second}
+
+// postJSON posts body and decodes the envelope; status 0 means no answer.
+func postJSON(url, key, body string) (int, envelope) {
+	st, env, _, _ := doJSON(context.Background(), plainClient, "POST", url, key, body)
+	return st, env
+}
+
+func doJSON(ctx context.Context, hc *http.Client, method, url, key, body string) (int, envelope, http.Header, error) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return 0, envelope{}, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, envelope{}, nil, err
+	}
+	defer resp.Body.Close()
+	var env envelope
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+		return 0, envelope{}, nil, fmt.Errorf("answer %d not an envelope: %w", resp.StatusCode, err)
+	}
+	return resp.StatusCode, env, resp.Header, nil
+}
+
+// ---- the retrying payout client ----
+
+type outcome int
+
+const (
+	unanswered outcome = iota // no answer, or 50000: it may or may not exist; retry
+	accepted                  // code 0 (first time or replayed)
+	refused                   // 40000 Insufficient available balance: it does not exist
+	unexpected                // anything else: a bug
+)
+
+// payoutClient sends payouts of one amount with unique payout_ids from
+// several workers and retries each unanswered one with the same payout_id
+// (and the same body) until it gets a definite answer.
+type payoutClient struct {
+	key    string
+	amount string
+	cents  int64
+	prefix string
+	hc     *http.Client
+	next   atomic.Int64
+
+	mu       sync.Mutex
+	tried    map[string]bool // every payout_id ever sent
+	acked    map[string]bool // answered code 0
+	refusedS map[string]bool // answered Insufficient available balance
+	retry    []string        // unanswered, to send again
+	bad      []string        // unexpected answers
+
+	replays, internal, transport atomic.Int64 // replays, 50000s, no answers
+	slowest                      atomic.Int64 // the longest answered request, ns
+}
+
+func newPayoutClient(key, amount string) *payoutClient {
+	a, err := payoutkit.ParseAmount(amount)
+	if err != nil {
+		panic(err)
+	}
+	return &payoutClient{
+		key: key, amount: amount, cents: int64(a), prefix: "po-",
+		hc:    &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
+		tried: map[string]bool{}, acked: map[string]bool{}, refusedS: map[string]bool{},
+	}
+}
+
+func (c *payoutClient) body(id string) string {
+	return fmt.Sprintf(`{"payout_id":%q,"amount":%q,"asset":"USDT","network":"TRON","address":"TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t","payer_id":"cust-%d"}`,
+		id, c.amount, len(id)%7)
+}
+
+// send sends payout id once to url and books its outcome.
+func (c *payoutClient) send(ctx context.Context, url, id string) outcome {
+	c.mu.Lock()
+	c.tried[id] = true
+	c.mu.Unlock()
+	start := time.Now()
+	st, env, h, err := doJSON(ctx, c.hc, "POST", url+"/v1/payouts", c.key, c.body(id))
+	o := unanswered
+	switch {
+	case err != nil:
+		if ctx.Err() == nil { // not the load being stopped
+			c.transport.Add(1)
+		}
+	case st == 200 && env.Code == 0:
+		o = accepted
+		if h.Get("Idempotent-Replayed") == "true" {
+			c.replays.Add(1)
+		}
+	case st == 400 && env.Code == 40000 && env.Message == "Insufficient available balance":
+		o = refused
+	case st == 500 && env.Code == 50000:
+		c.internal.Add(1)
+	default:
+		o = unexpected
+	}
+	if err == nil {
+		for d := int64(time.Since(start)); ; {
+			old := c.slowest.Load()
+			if d <= old || c.slowest.CompareAndSwap(old, d) {
+				break
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch o {
+	case accepted:
+		c.acked[id] = true
+	case refused:
+		if c.acked[id] {
+			c.bad = append(c.bad, fmt.Sprintf("%s: refused after it was accepted", id))
+		}
+		c.refusedS[id] = true
+	case unexpected:
+		c.bad = append(c.bad, fmt.Sprintf("%s: %d %+v", id, st, env))
+	default:
+		c.retry = append(c.retry, id)
+	}
+	return o
+}
+
+// nextID returns an unanswered payout_id to send again, or a new one.
+func (c *payoutClient) nextID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := len(c.retry); n > 0 {
+		i := rand.IntN(n)
+		id := c.retry[i]
+		c.retry = slices.Delete(c.retry, i, i+1)
+		return id
+	}
+	return fmt.Sprintf("%s%d", c.prefix, c.next.Add(1))
+}
+
+// start runs workers sending payouts to url() until ctx ends; the returned
+// function waits for them.
+func (c *payoutClient) start(ctx context.Context, url func() string, workers int) (wait func()) {
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if c.send(ctx, url(), c.nextID()) != accepted {
+					select { // a dead or locked server: do not spin
+					case <-ctx.Done():
+					case <-time.After(time.Duration(5+rand.IntN(20)) * time.Millisecond):
+					}
+				}
+			}
+		})
+	}
+	return wg.Wait
+}
+
+// counts returns how many payouts were accepted and refused so far.
+func (c *payoutClient) counts() (acked, refused, pending int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.acked), len(c.refusedS), len(c.retry)
+}
+
+// waitAcked waits until at least n more payouts were accepted than before.
+func (c *payoutClient) waitAcked(t testing.TB, n int, limit time.Duration) {
+	t.Helper()
+	base, _, _ := c.counts()
+	deadline := time.Now().Add(limit)
+	for {
+		if a, _, _ := c.counts(); a >= base+n {
+			return
+		}
+		if time.Now().After(deadline) {
+			a, r, p := c.counts()
+			t.Fatalf("%d payouts accepted within %s (want %d more than %d; %d refused, %d unanswered, %d 50000s, %d transport errors)",
+				a-base, limit, n, base, r, p, c.internal.Load(), c.transport.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// converge sends every unanswered payout again to url until each has a
+// definite answer.
+func (c *payoutClient) converge(t testing.TB, url string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c.mu.Lock()
+		ids := c.retry
+		c.retry = nil
+		c.mu.Unlock()
+		if len(ids) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d payouts still unanswered after 60s of retries: %v", len(ids), ids[:min(5, len(ids))])
+		}
+		var wg sync.WaitGroup
+		work := make(chan string)
+		for range 4 {
+			wg.Go(func() {
+				for id := range work {
+					c.send(context.Background(), url, id)
+				}
+			})
+		}
+		for _, id := range ids {
+			work <- id
+		}
+		close(work)
+		wg.Wait()
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (c *payoutClient) String() string {
+	a, r, p := c.counts()
+	c.mu.Lock()
+	tried := len(c.tried)
+	c.mu.Unlock()
+	return fmt.Sprintf("%d payout_ids sent, %d accepted (%d answers replayed), %d refused for the balance, %d unanswered; %d answers 50000, %d without an answer; slowest answer %s",
+		tried, a, c.replays.Load(), r, p, c.internal.Load(), c.transport.Load(), time.Duration(c.slowest.Load()).Round(time.Millisecond))
+}
+
+// ---- the checks every suite ends with ----
+
+// openDB opens the database directly, for the checks.
+func openDB(t testing.TB, dsn string) *sql.DB {
+	t.Helper()
+	driver := "sqlite"
+	if strings.HasPrefix(dsn, "postgres") {
+		driver = "pgx"
+	} else {
+		dsn = "file:" + dsn + "?_pragma=busy_timeout(10000)" // beside a busy server
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// checkPayouts checks the database against what the client was told, once
+// the client has converged: every payout answered code 0 exists, none
+// exists that was not answered code 0 (so none was refused yet made), none
+// exists twice or was debited twice, and available equals funded minus the
+// payouts that did not fail, never below zero.
+func checkPayouts(t testing.TB, dsn, ws string, c *payoutClient, funded int64) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, b := range c.bad {
+		t.Errorf("unexpected answer: %s", b)
+	}
+	if len(c.retry) > 0 {
+		t.Fatalf("%d payouts without a definite answer", len(c.retry))
+	}
+	db := openDB(t, dsn)
+	rows, err := db.Query(`SELECT payout_id, status, amount FROM payouts WHERE workspace_id = $1`, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]string{}
+	var spent int64
+	for rows.Next() {
+		var id, status string
+		var amount int64
+		if err := rows.Scan(&id, &status, &amount); err != nil {
+			t.Fatal(err)
+		}
+		if _, dup := stored[id]; dup {
+			t.Errorf("payout %s exists twice", id)
+		}
+		stored[id] = status
+		if status != "failed" {
+			spent += amount
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	for id := range c.acked {
+		if _, ok := stored[id]; !ok {
+			t.Errorf("payout %s was answered code 0 and does not exist", id)
+		}
+	}
+	for id := range stored {
+		if !c.acked[id] {
+			t.Errorf("payout %s exists but was never answered code 0 (refused: %v)", id, c.refusedS[id])
+		}
+	}
+	var debits, refunds int
+	if err := db.QueryRow(`SELECT count(*) FROM ledger_entries WHERE workspace_id = $1 AND kind = 'payout_debit'`, ws).Scan(&debits); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT count(*) FROM ledger_entries WHERE workspace_id = $1 AND kind = 'payout_refund'`, ws).Scan(&refunds); err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for _, st := range stored {
+		if st == "failed" {
+			failed++
+		}
+	}
+	if debits != len(stored) || refunds != failed {
+		t.Errorf("%d payouts (%d failed), %d debits, %d refunds", len(stored), failed, debits, refunds)
+	}
+	var available int64
+	if err := db.QueryRow(`SELECT available FROM balances WHERE workspace_id = $1`, ws).Scan(&available); err != nil {
+		t.Fatal(err)
+	}
+	if available != funded-spent || available < 0 {
+		t.Errorf("available %d cents, want funded %d - payouts %d = %d", available, funded, spent, funded-spent)
+	}
+	var submittedEvents int
+	if err := db.QueryRow(`SELECT count(*) FROM events WHERE workspace_id = $1 AND type = 'payout.submitted'`, ws).Scan(&submittedEvents); err != nil {
+		t.Fatal(err)
+	}
+	if submittedEvents != len(stored) {
+		t.Errorf("%d payout.submitted events for %d payouts", submittedEvents, len(stored))
+	}
+}
+
+// ---- suite 1: SIGKILL under load ----
+
+// TestFaultSIGKILLSQLite: the server is SIGKILLed under a concurrent payout
+// load, again and again (20 times with PAYOUTKIT_FAULT_FULL=1).
+func TestFaultSIGKILLSQLite(t *testing.T) {
+	skipShortFault(t)
+	faultSIGKILL(t, filepath.Join(t.TempDir(), "kill.db"))
+}
+
+// TestFaultSIGKILLPostgres: the same on PostgreSQL.
+func TestFaultSIGKILLPostgres(t *testing.T) {
+	skipShortFault(t)
+	faultSIGKILL(t, sqltest.Postgres(t))
+}
+
+func faultSIGKILL(t *testing.T, dsn string) {
+	ws := newFaultWorkspace(t, dsn, "")
+	c := newPayoutClient(ws.key, "0.01")
+	var funded int64
+	rounds := faultCount(3, 20)
+	for round := range rounds {
+		p := startProc(t, "-db", dsn)
+		if round == 0 {
+			funded = fund(t, p.url, ws.key, "fund", "100000.00")
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		wait := c.start(ctx, func() string { return p.url }, 12)
+		c.waitAcked(t, 30, 60*time.Second)
+		time.Sleep(time.Duration(rand.IntN(150)) * time.Millisecond) // land anywhere in a batch
+		p.kill(t)
+		time.Sleep(20 * time.Millisecond) // requests meet the dead server
+		cancel()
+		wait()
+		// The database a SIGKILL left behind passes the audit at once.
+		var out bytes.Buffer
+		if err := run(context.Background(), []string{"audit", "-db", dsn}, &out, io.Discard); err != nil {
+			t.Fatalf("round %d: audit after SIGKILL: %v\n%s", round, err, out.String())
+		}
+	}
+	p := startProc(t, "-db", dsn)
+	c.converge(t, p.url)
+	t.Logf("%d SIGKILLs: %s", rounds, c)
+	p.term(t, 40*time.Second)
+	checkPayouts(t, dsn, ws.id, c, funded)
+	auditExitsZero(t, dsn)
+}
+
+// ---- suite 6: SIGTERM under load ----
+
+// TestFaultSIGTERMUnderLoad: SIGTERM during a payout load exits 0 within a
+// bounded time and loses no payout answered code 0, before or during the
+// shutdown.
+func TestFaultSIGTERMUnderLoad(t *testing.T) {
+	skipShortFault(t)
+	dsn := filepath.Join(t.TempDir(), "term.db")
+	ws := newFaultWorkspace(t, dsn, "")
+	c := newPayoutClient(ws.key, "0.01")
+	var funded int64
+	for round := range faultCount(2, 5) {
+		p := startProc(t, "-db", dsn)
+		if round == 0 {
+			funded = fund(t, p.url, ws.key, "fund", "100000.00")
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		wait := c.start(ctx, func() string { return p.url }, 12)
+		c.waitAcked(t, 50, 60*time.Second)
+		took := p.term(t, 40*time.Second) // the load goes on during the shutdown
+		cancel()
+		wait()
+		t.Logf("round %d: exit 0 %s after SIGTERM", round, took.Round(time.Millisecond))
+	}
+	// Every request the server took in before SIGTERM was answered: none
+	// was made without its answer reaching the client, so no retry finds
+	// one made already.
+	if n := c.replays.Load(); n != 0 {
+		t.Errorf("%d payouts were made during a shutdown without their answer reaching the client", n)
+	}
+	p := startProc(t, "-db", dsn)
+	c.converge(t, p.url)
+	t.Logf("%s", c)
+	p.term(t, 40*time.Second)
+	checkPayouts(t, dsn, ws.id, c, funded)
+	auditExitsZero(t, dsn)
+}
+
+// ---- suite 5: SQLite locked by another process ----
+
+// TestFaultSQLiteLocked: another connection holds SQLite's write lock
+// (BEGIN IMMEDIATE) for longer than the busy timeout while payouts are
+// under way. Writes answer 50000 (they do not hang), reads go on, nothing
+// is half-written, and the server recovers by itself once the lock is gone.
+func TestFaultSQLiteLocked(t *testing.T) {
+	skipShortFault(t)
+	dsn := filepath.Join(t.TempDir(), "locked.db")
+	ws := newFaultWorkspace(t, dsn, "")
+	c := newPayoutClient(ws.key, "0.01")
+	p := startProc(t, "-db", dsn)
+	funded := fund(t, p.url, ws.key, "fund", "100000.00")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wait := c.start(ctx, func() string { return p.url }, 8)
+	c.waitAcked(t, 30, 60*time.Second)
+
+	for round := range faultCount(1, 3) {
+		locker := openDB(t, dsn)
+		conn, err := locker.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+			t.Fatal(err)
+		}
+		internalBefore := c.internal.Load()
+		held := time.Now()
+		// Hold the lock past the server's 5 s busy timeout, reading meanwhile.
+		for time.Since(held) < 7*time.Second {
+			st, env, _, err := doJSON(context.Background(), plainClient, "GET", p.url+"/v1/balance", ws.key, "")
+			if err != nil || st != 200 || env.Code != 0 {
+				t.Fatalf("round %d: balance while SQLite is locked: %d %+v %v", round, st, env, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+			t.Fatal(err)
+		}
+		conn.Close()
+		locker.Close()
+		if c.internal.Load() == internalBefore {
+			t.Errorf("round %d: no write answered 50000 while SQLite was locked for 7s", round)
+		}
+		// Recovery without a restart: payouts are accepted again.
+		c.waitAcked(t, 30, 30*time.Second)
+	}
+	cancel()
+	wait()
+	c.converge(t, p.url)
+	t.Logf("%s", c)
+	// No request hung on the lock: every answer came within the busy
+	// timeout and a batch's work, far below the client's 30 s.
+	if d := time.Duration(c.slowest.Load()); d > 15*time.Second {
+		t.Errorf("slowest answer %s", d)
+	}
+	if n := c.transport.Load(); n != 0 {
+		t.Errorf("%d requests got no answer", n)
+	}
+	p.term(t, 40*time.Second)
+	checkPayouts(t, dsn, ws.id, c, funded)
+	auditExitsZero(t, dsn)
+}
+
+// TestFaultSQLiteAdminUnderLoad: the admin commands, run as their own
+// processes beside a server under heavy write load on SQLite, succeed
+// within a few seconds, and a key revoked that way fails on the next request.
+func TestFaultSQLiteAdminUnderLoad(t *testing.T) {
+	skipShortFault(t)
+	dsn := filepath.Join(t.TempDir(), "admin.db")
+	ws := newFaultWorkspace(t, dsn, "")
+	c := newPayoutClient(ws.key, "0.01")
+	p := startProc(t, "-db", dsn)
+	funded := fund(t, p.url, ws.key, "fund", "1000000.00")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wait := c.start(ctx, func() string { return p.url }, 32)
+	c.waitAcked(t, 100, 60*time.Second)
+
+	const limit = 10 * time.Second
+	admin := func(args ...string) []byte {
+		t.Helper()
+		cmd := programCmd(t, args...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		start := time.Now()
+		err := cmd.Run()
+		took := time.Since(start)
+		if err != nil {
+			t.Fatalf("%v under load: %v after %s\n%s", args[:2], err, took.Round(time.Millisecond), stderr.String())
+		}
+		if took > limit {
+			t.Errorf("%v under load took %s", args[:2], took.Round(time.Millisecond))
+		}
+		t.Logf("%v under load: %s", args[:2], took.Round(time.Millisecond))
+		return stdout.Bytes()
+	}
+	for round := range faultCount(2, 10) {
+		var k struct{ APIKey, Prefix string }
+		m := map[string]string{}
+		if err := json.Unmarshal(admin("keys", "create", "-db", dsn, "-workspace", ws.id), &m); err != nil {
+			t.Fatal(err)
+		}
+		k.APIKey, k.Prefix = m["api_key"], m["prefix"]
+		if st, env, _, err := doJSON(context.Background(), plainClient, "GET", p.url+"/v1/balance", k.APIKey, ""); err != nil || env.Code != 0 {
+			t.Fatalf("round %d: the new key: %d %+v %v", round, st, env, err)
+		}
+		admin("webhook", "set", "-db", dsn, "-workspace", ws.id, "-url", fmt.Sprintf("http://127.0.0.1:9/hook-%d", round))
+		c.waitAcked(t, 20, 30*time.Second) // still under load
+		admin("keys", "revoke", "-db", dsn, "-workspace", ws.id, "-prefix", k.Prefix)
+		if st, env, _, err := doJSON(context.Background(), plainClient, "GET", p.url+"/v1/balance", k.APIKey, ""); err != nil || st != 401 || env.Code != 40100 {
+			t.Fatalf("round %d: the revoked key on the next request: %d %+v %v", round, st, env, err)
+		}
+	}
+	cancel()
+	wait()
+	c.converge(t, p.url)
+	t.Logf("%s", c)
+	p.term(t, 40*time.Second)
+	checkPayouts(t, dsn, ws.id, c, funded)
+	auditExitsZero(t, dsn)
+}
+
+// ---- suites 3 and 4: PostgreSQL connections cut, PostgreSQL gone ----
+
+// TestFaultPostgresConnectionCuts: the server reaches PostgreSQL through a
+// proxy that cuts connections at random while they carry traffic: in a
+// statement, between a batch's statements, in its COMMIT or in the
+// COMMIT's answer. Every request is answered, with code 0 or 50000, never
+// with half a change; the pool replaces the connections by itself; the
+// retries converge and the audit passes.
+func TestFaultPostgresConnectionCuts(t *testing.T) {
+	skipShortFault(t)
+	dsn := sqltest.Postgres(t)
+	proxied, proxy := proxiedDSN(t, dsn)
+	ws := newFaultWorkspace(t, dsn, "")
+	c := newPayoutClient(ws.key, "0.01")
+	p := startProc(t, "-db", proxied)
+	funded := fund(t, p.url, ws.key, "fund", "100000.00")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wait := c.start(ctx, func() string { return p.url }, 8)
+	c.waitAcked(t, 20, 30*time.Second)
+	proxy.SetDropRate(0.02)
+	deadline := time.Now().Add(time.Duration(faultCount(4, 30)) * time.Second)
+	for time.Now().Before(deadline) || proxy.cuts.Load() < 10 {
+		if time.Since(deadline) > 60*time.Second {
+			t.Fatalf("only %d connections cut in a minute", proxy.cuts.Load())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	proxy.SetDropRate(0)
+	// The pool recovers by itself: payouts are accepted again, through the
+	// same process.
+	c.waitAcked(t, 30, 30*time.Second)
+	cancel()
+	wait()
+	c.converge(t, p.url)
+	t.Logf("%d connections cut: %s", proxy.cuts.Load(), c)
+	if c.internal.Load() == 0 {
+		t.Errorf("no request failed while connections were cut")
+	}
+	if n := c.transport.Load(); n != 0 {
+		t.Errorf("%d requests got no answer from a server that never stopped", n)
+	}
+	p.term(t, 40*time.Second)
+	checkPayouts(t, dsn, ws.id, c, funded)
+	auditExitsZero(t, dsn)
+}
+
+// TestFaultPostgresOutage: PostgreSQL goes away while the server runs (the
+// proxy refuses every connection, as a restarting server does), then comes
+// back; later every backend of the server is terminated with
+// pg_terminate_backend. The server answers all along (50000 while the
+// database is gone, /readyz 503), and 200 again afterwards, without a
+// restart of its own.
+func TestFaultPostgresOutage(t *testing.T) {
+	skipShortFault(t)
+	dsn := sqltest.Postgres(t)
+	proxied, proxy := proxiedDSN(t, dsn)
+	ws := newFaultWorkspace(t, dsn, "")
+	c := newPayoutClient(ws.key, "0.01")
+	p := startProc(t, "-db", proxied)
+	funded := fund(t, p.url, ws.key, "fund", "100000.00")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wait := c.start(ctx, func() string { return p.url }, 4)
+	c.waitAcked(t, 20, 30*time.Second)
+
+	probe := func(path string) (int, envelope) {
+		st, env, _, err := doJSON(context.Background(), plainClient, "GET", p.url+path, ws.key, "")
+		if err != nil && !strings.Contains(err.Error(), "not an envelope") {
+			t.Fatalf("GET %s: no answer: %v", path, err)
+		}
+		return st, env
+	}
+	for round := range faultCount(2, 5) {
+		// The outage.
+		proxy.SetRefuse(true)
+		internalBefore := c.internal.Load()
+		outage := time.Now()
+		for time.Since(outage) < 3*time.Second {
+			if st, env := probe("/v1/balance"); st != 500 || env.Code != 50000 {
+				t.Fatalf("round %d: balance during the outage: %d %+v", round, st, env)
+			}
+			if st, _ := probe("/readyz"); st != 503 {
+				t.Fatalf("round %d: /readyz during the outage: %d", round, st)
+			}
+			if st, _ := probe("/healthz"); st != 200 {
+				t.Fatalf("round %d: /healthz during the outage: %d", round, st)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if c.internal.Load() == internalBefore {
+			t.Errorf("round %d: no payout answered 50000 during the outage", round)
+		}
+		proxy.SetRefuse(false)
+		waitAnswer(t, func() bool { st, env := probe("/v1/balance"); return st == 200 && env.Code == 0 })
+		c.waitAcked(t, 20, 30*time.Second)
+
+		// Every backend of the server terminated by PostgreSQL itself: only
+		// those reached through this test's proxy, no one else's.
+		admin := openDB(t, dsn)
+		ports := proxy.UpstreamPorts()
+		var killed int
+		if err := admin.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND client_addr IS NOT NULL
+			AND client_port = ANY(string_to_array($1, ',')::int[])`, portList(ports)).Scan(&killed); err != nil {
+			t.Fatal(err)
+		}
+		admin.Close()
+		if killed == 0 {
+			t.Errorf("round %d: no backend of the server terminated (proxy ports %v)", round, ports)
+		}
+		waitAnswer(t, func() bool { st, env := probe("/v1/balance"); return st == 200 && env.Code == 0 })
+		c.waitAcked(t, 20, 30*time.Second)
+		t.Logf("round %d: %d backends terminated", round, killed)
+	}
+	cancel()
+	wait()
+	c.converge(t, p.url)
+	t.Logf("%s", c)
+	if n := c.transport.Load(); n != 0 {
+		t.Errorf("%d requests got no answer from a server that never stopped", n)
+	}
+	p.term(t, 40*time.Second)
+	checkPayouts(t, dsn, ws.id, c, funded)
+	auditExitsZero(t, dsn)
+}
+
+// waitAnswer waits up to 30 s for cond.
+func waitAnswer(t testing.TB, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("no recovery within 30s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
