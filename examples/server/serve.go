@@ -45,6 +45,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	withPortal := fs.Bool("portal", true, "serve the staff portal at / beside /v1")
 	logFormat := fs.String("log-format", "json", "log lines as `json` or text")
 	retention := fs.Duration("event-retention", delivery.DefaultRetention, "delete delivered webhook events recorded longer ago than this `duration` (negative: keep all)")
+	lease := fs.Duration("delivery-lease", time.Minute, "how long a webhook event or payout hand-off claimed by this instance stays reserved to it; another instance takes it over this `duration` after this one dies (at least 2s; under 20s shortens the webhook timeout to half of it)")
 	if err := parseFlags(fs, args, nil); err != nil {
 		return err
 	}
@@ -59,6 +60,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usagef("-log-format must be json or text")
 	case *retention == 0:
 		return usagef("-event-retention must not be zero (negative keeps every event)")
+	case *lease < 2*time.Second:
+		return usagef("-delivery-lease must be at least 2s")
 	}
 
 	log := newLogger(stderr, *logFormat)
@@ -82,8 +85,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	dispatcher, err := delivery.New(store, &delivery.Config{
-		HandOff:   engine,
-		Notifier:  &delivery.HTTPNotifier{AllowPrivate: *sandbox || *allowPrivate},
+		HandOff: engine,
+		// One attempt ends within its lease: a lease under 20s shortens the timeout.
+		Notifier:  &delivery.HTTPNotifier{AllowPrivate: *sandbox || *allowPrivate, Timeout: min(delivery.DefaultTimeout, *lease/2)},
+		Lease:     *lease,
 		Retention: *retention,
 		Logger:    log,
 	})
