@@ -194,13 +194,18 @@ func (e *Engine) createWorkspace(ctx context.Context, id string, req CreateWorks
 	if len(req.StaffPassword) > 72 { // bcrypt reads no further
 		v.add("staff_password", "must be at most 72 bytes")
 	}
-	if err := v.err(); err != nil {
+	err := v.err()
+	if err != nil {
 		return NewWorkspace{}, err
 	}
 	now := e.clock()
 	ws := Workspace{
 		ID: id, Name: req.Name, WebhookURL: req.WebhookURL,
 		WebhookSecret: newWebhookSecret(), CreatedAt: now,
+	}
+	stored := ws
+	if stored.WebhookSecret, err = e.keys.Seal(ws.ID, ws.WebhookSecret); err != nil {
+		return NewWorkspace{}, err
 	}
 	email := strings.ToLower(req.StaffEmail)
 	if email == "" {
@@ -216,7 +221,7 @@ func (e *Engine) createWorkspace(ctx context.Context, id string, req CreateWorks
 	}
 	staff := StaffUser{WorkspaceID: ws.ID, Email: email, PasswordHash: string(hash), CreatedAt: now}
 	plain, key := e.newAPIKey(ws.ID)
-	if err := e.store.CreateWorkspace(ctx, ws, staff, key); err != nil {
+	if err := e.store.CreateWorkspace(ctx, stored, staff, key); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return NewWorkspace{}, invalidField("staff_email", "is already in use")
 		}
@@ -300,11 +305,29 @@ func (e *Engine) ResetAPIKeys(ctx context.Context, workspaceID string) (NewKey, 
 	})
 }
 
-// Workspace returns one workspace, its webhook secret included.
+// Workspace returns one workspace, its webhook secret included (opened,
+// when sealed). A sealed secret that does not open is a *SealError matching
+// ErrSealKeyMissing or ErrSealedSecretInvalid.
 func (e *Engine) Workspace(ctx context.Context, workspaceID string) (Workspace, error) {
-	return e.workspace(ctx, workspaceID)
+	ws, err := e.workspace(ctx, workspaceID)
+	if err != nil {
+		return Workspace{}, err
+	}
+	return e.openWorkspace(ws)
 }
 
+// openWorkspace replaces the stored form of ws's secret by the secret.
+func (e *Engine) openWorkspace(ws Workspace) (Workspace, error) {
+	secret, err := e.keys.Open(ws.ID, ws.WebhookSecret)
+	if err != nil {
+		return Workspace{}, err
+	}
+	ws.WebhookSecret = secret
+	return ws, nil
+}
+
+// workspace returns a workspace as stored: its secret may be sealed, so it
+// must not leave the engine without openWorkspace.
 func (e *Engine) workspace(ctx context.Context, id string) (Workspace, error) {
 	ws, err := e.store.Workspace(ctx, id)
 	if errors.Is(err, ErrNotFound) {
@@ -325,19 +348,28 @@ func (e *Engine) SetWebhookURL(ctx context.Context, workspaceID, webhookURL stri
 	if err != nil {
 		return Workspace{}, err
 	}
-	ws.WebhookURL = webhookURL
-	return ws, e.store.SetWebhook(ctx, ws.ID, ws.WebhookURL, ws.WebhookSecret)
+	opened, err := e.openWorkspace(ws) // the answer carries the secret
+	if err != nil {
+		return Workspace{}, err
+	}
+	opened.WebhookURL = webhookURL
+	return opened, e.store.SetWebhook(ctx, ws.ID, webhookURL, ws.WebhookSecret)
 }
 
 // RotateWebhookSecret gives the workspace a new signing secret and returns
-// the workspace with it. Events signed from now on use the new secret.
+// the workspace with it. Events signed from now on use the new secret. It
+// works even when the old secret no longer opens.
 func (e *Engine) RotateWebhookSecret(ctx context.Context, workspaceID string) (Workspace, error) {
 	ws, err := e.workspace(ctx, workspaceID)
 	if err != nil {
 		return Workspace{}, err
 	}
 	ws.WebhookSecret = newWebhookSecret()
-	return ws, e.store.SetWebhook(ctx, ws.ID, ws.WebhookURL, ws.WebhookSecret)
+	stored, err := e.keys.Seal(ws.ID, ws.WebhookSecret)
+	if err != nil {
+		return Workspace{}, err
+	}
+	return ws, e.store.SetWebhook(ctx, ws.ID, ws.WebhookURL, stored)
 }
 
 func newWebhookSecret() string { return "whsec_" + randomBase62(48) }

@@ -71,6 +71,13 @@ type Config struct {
 	// SignInWindow is the window of SignInMaxFailures. Defaults to
 	// DefaultSignInWindow (15 minutes).
 	SignInWindow time.Duration
+	// SecretKeys seals every workspace's webhook signing secret at rest
+	// (AES-256-GCM, bound to the workspace id) with its current key, and
+	// opens values sealed with any of its keys. Plain secrets stored before
+	// sealing was turned on still read; Engine.ResealWebhookSecrets seals
+	// them. Defaults to nil: secrets are stored plain, and a sealed one read
+	// back is an error matching ErrSealKeyMissing.
+	SecretKeys *KeyRing
 }
 
 func (c *Config) withDefaults() *Config {
@@ -118,6 +125,8 @@ type Engine struct {
 	// dummyHash is compared against when a sign-in names an unknown e-mail,
 	// so that both failures cost one bcrypt comparison.
 	dummyHash func() []byte
+	// keys seals and opens webhook secrets; nil stores them plain.
+	keys *KeyRing
 }
 
 var _ Service = (*Engine)(nil)
@@ -147,6 +156,7 @@ func New(store Store, cfg *Config) (*Engine, error) {
 		sessionMaxAge:     cfg.SessionMaxAge,
 		signInMaxFailures: cfg.SignInMaxFailures,
 		signInWindow:      cfg.SignInWindow,
+		keys:              cfg.SecretKeys,
 		dummyHash: sync.OnceValue(func() []byte {
 			h, _ := bcrypt.GenerateFromPassword([]byte(randomBase62(20)), cfg.PasswordCost)
 			return h

@@ -34,6 +34,11 @@ type WorkspaceStore interface {
 	Workspace(ctx context.Context, id string) (Workspace, error)
 	// SetWebhook replaces a workspace's webhook URL and signing secret.
 	SetWebhook(ctx context.Context, workspaceID, url, secret string) error
+	// SwapWebhookSecret replaces a workspace's stored webhook secret with
+	// next only while it is still old, so that a concurrent rotation wins:
+	// otherwise ErrConflict (ErrNotFound for an unknown workspace). It
+	// changes nothing else.
+	SwapWebhookSecret(ctx context.Context, workspaceID, old, next string) error
 	// StaffUser returns the staff user with the given (lower-cased) e-mail.
 	StaffUser(ctx context.Context, email string) (StaffUser, error)
 	// WorkspaceCount returns how many workspaces exist, so that a server can

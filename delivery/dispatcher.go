@@ -5,7 +5,7 @@
 // database: work is claimed under a lease, so one owner handles an item at a
 // time and an owner that dies simply lets its leases expire.
 //
-//	d, err := delivery.New(store, &delivery.Config{HandOff: engine})
+//	d, err := delivery.New(store, &delivery.Config{HandOff: engine, Workspaces: engine})
 //	...
 //	go d.Run(ctx) // until ctx is cancelled
 package delivery
@@ -46,11 +46,25 @@ type PayoutHandOff interface {
 
 var _ PayoutHandOff = (*payoutkit.Engine)(nil)
 
+// WorkspaceSource reads a workspace with its webhook secret ready to sign
+// with. *payoutkit.Engine is one: it opens secrets sealed at rest.
+type WorkspaceSource interface {
+	Workspace(ctx context.Context, id string) (payoutkit.Workspace, error)
+}
+
+var _ WorkspaceSource = (*payoutkit.Engine)(nil)
+
 // Config configures a Dispatcher. The zero value is usable.
 type Config struct {
 	// Notifier delivers one event. Defaults to a new HTTPNotifier (10 s
 	// timeout, non-public addresses refused).
 	Notifier payoutkit.Notifier
+	// Workspaces reads the workspace of each event, for its webhook URL and
+	// signing secret. Pass the *payoutkit.Engine when its Config.SecretKeys
+	// seals secrets at rest: the store holds them sealed, and an event whose
+	// secret is still sealed is never signed (it waits, and an error is
+	// logged). Defaults to the store.
+	Workspaces WorkspaceSource
 	// HandOff receives every submitted payout that has not been handed to the
 	// processor yet; pass the *payoutkit.Engine. Defaults to nil: payouts are
 	// not handed over by this dispatcher.
@@ -364,6 +378,18 @@ func (d *Dispatcher) now() time.Time { return d.cfg.Clock.Now().UTC().Truncate(t
 // work ends well within its lease.
 func (d *Dispatcher) attemptTimeout() time.Duration { return d.cfg.Lease / 2 }
 
+// errSealedSecret is a workspace read with its secret still sealed: the
+// dispatcher reads the store directly while the engine seals secrets.
+var errSealedSecret = errors.New("delivery: the workspace's webhook secret is sealed; set Config.Workspaces to the engine that holds the sealing keys")
+
+// workspaces is where the dispatcher reads workspaces.
+func (d *Dispatcher) workspaces() WorkspaceSource {
+	if d.cfg.Workspaces != nil {
+		return d.cfg.Workspaces
+	}
+	return d.store
+}
+
 // errNoWebhookURL is the attempt error of an event whose workspace's URL
 // was removed while the event waited for a retry.
 var errNoWebhookURL = errors.New(payoutkit.NoWebhookURLError)
@@ -377,9 +403,20 @@ const maxError = 512
 // retry (a resend sends it again).
 func (d *Dispatcher) deliver(ctx context.Context, ev payoutkit.Event, _ time.Time) time.Time {
 	log := d.log.With("event_id", ev.ID, "event_type", ev.Type, "workspace_id", ev.WorkspaceID)
-	ws, err := d.store.Workspace(ctx, ev.WorkspaceID)
+	ws, err := d.workspaces().Workspace(ctx, ev.WorkspaceID)
+	if err == nil && payoutkit.IsSealedSecret(ws.WebhookSecret) {
+		// Signing with the sealed form would send a signature no receiver
+		// can check.
+		err = errSealedSecret
+	}
 	if err != nil {
-		if ctx.Err() == nil {
+		switch {
+		case ctx.Err() != nil:
+		case errors.Is(err, payoutkit.ErrSealKeyMissing), errors.Is(err, payoutkit.ErrSealedSecretInvalid), errors.Is(err, errSealedSecret):
+			// Not the receiver's fault: no attempt is recorded, and the
+			// event is tried again after its lease, once the key is there.
+			d.quiet.log(ctx, log, slog.LevelError, "seal "+ev.WorkspaceID, "cannot open the workspace's webhook secret; the event waits", "err", err)
+		default:
 			d.quiet.log(ctx, log, slog.LevelWarn, "workspace", "reading the event's workspace", "err", err)
 		}
 		return time.Time{}

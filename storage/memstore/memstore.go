@@ -143,6 +143,21 @@ func (s *Store) SetWebhook(_ context.Context, workspaceID, url, secret string) e
 	return nil
 }
 
+// SwapWebhookSecret implements payoutkit.WorkspaceStore.
+func (s *Store) SwapWebhookSecret(_ context.Context, workspaceID, old, next string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, err := s.workspace(workspaceID)
+	if err != nil {
+		return err
+	}
+	if w.ws.WebhookSecret != old {
+		return payoutkit.ErrConflict
+	}
+	w.ws.WebhookSecret = next
+	return nil
+}
+
 // StaffUser implements payoutkit.WorkspaceStore.
 func (s *Store) StaffUser(_ context.Context, email string) (payoutkit.StaffUser, error) {
 	s.mu.Lock()

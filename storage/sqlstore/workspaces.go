@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -72,6 +73,22 @@ func (s *Store) SetWebhook(ctx context.Context, workspaceID, url, secret string)
 		return translate(ctx, "set webhook", err)
 	}
 	return mustAffect(res, payoutkit.ErrNotFound)
+}
+
+// SwapWebhookSecret implements payoutkit.WorkspaceStore: one conditional
+// UPDATE, its own short transaction.
+func (s *Store) SwapWebhookSecret(ctx context.Context, workspaceID, old, next string) error {
+	res, err := s.writer().ExecContext(ctx, `UPDATE workspaces SET webhook_secret = $3 WHERE id = $1 AND webhook_secret = $2`, workspaceID, old, next)
+	if err != nil {
+		return translate(ctx, "swap webhook secret", err)
+	}
+	if err := mustAffect(res, payoutkit.ErrConflict); err != nil {
+		if _, werr := s.Workspace(ctx, workspaceID); errors.Is(werr, payoutkit.ErrNotFound) {
+			return werr
+		}
+		return err
+	}
+	return nil
 }
 
 // StaffUser implements payoutkit.WorkspaceStore.

@@ -214,4 +214,21 @@ func testWorkspaces(t *testing.T, open Open) {
 		_, err = e.eng.SetWebhookURL(e.ctx, "ws_missing", "https://example.com")
 		wantErr(t, err, payoutkit.ErrNotFound)
 	})
+
+	t.Run("SwapWebhookSecret", func(t *testing.T) {
+		e := newEnv(t, open)
+		nw := e.workspace()
+		id, old := nw.Workspace.ID, nw.Workspace.WebhookSecret
+		noErr(t, e.store.SwapWebhookSecret(e.ctx, id, old, "sealed:v1:k:AAAA"))
+		got := must[payoutkit.Workspace](t)(e.store.Workspace(e.ctx, id))
+		if got.WebhookSecret != "sealed:v1:k:AAAA" || got.WebhookURL != nw.Workspace.WebhookURL || got.Name != "Acme" {
+			t.Fatalf("after swap: %+v", got)
+		}
+		// The old value no longer matches: a concurrent rotation wins.
+		wantErr(t, e.store.SwapWebhookSecret(e.ctx, id, old, "sealed:v1:k:BBBB"), payoutkit.ErrConflict)
+		if got := must[payoutkit.Workspace](t)(e.store.Workspace(e.ctx, id)); got.WebhookSecret != "sealed:v1:k:AAAA" {
+			t.Fatalf("a stale swap changed the secret to %q", got.WebhookSecret)
+		}
+		wantErr(t, e.store.SwapWebhookSecret(e.ctx, "ws_missing", "", "x"), payoutkit.ErrNotFound)
+	})
 }
