@@ -41,11 +41,15 @@ const adminBusyTimeout = 30 * time.Second
 // adminEngine opens the database and an engine over it for one command.
 func adminEngine(ctx context.Context, dsn string, stderr io.Writer) (*payoutkit.Engine, func(), error) {
 	log := newLogger(stderr, "json")
+	keys, err := secretKeys()
+	if err != nil {
+		return nil, nil, err
+	}
 	store, err := openStore(ctx, dsn, log, sqlstore.WithBusyTimeout(adminBusyTimeout))
 	if err != nil {
 		return nil, nil, err
 	}
-	engine, err := payoutkit.New(store, &payoutkit.Config{Logger: log, PasswordCost: passwordCost})
+	engine, err := payoutkit.New(store, &payoutkit.Config{Logger: log, PasswordCost: passwordCost, SecretKeys: keys})
 	if err != nil {
 		store.Close()
 		return nil, nil, err

@@ -14,12 +14,19 @@
 //	server webhook resend -db <db> -workspace <id> -event <event id>
 //	server staff add|remove -db <db> -workspace <id> -email <e-mail>
 //	server audit -db <db>
+//	server secrets reseal -db <db>
 //
 // Every serve flag is also read from the environment as PAYOUTKIT_<NAME>
 // (upper case, dashes as underscores: PAYOUTKIT_SANDBOX_SETTLE_AFTER); a
 // flag on the command line wins. The admin commands read PAYOUTKIT_DB too.
 //
 // -db is a SQLite file path (or "file:" URL) or a "postgres://" URL.
+//
+// PAYOUTKIT_SECRET_KEY (base64 of 32 random bytes), when set, seals every
+// workspace's webhook secret at rest with AES-256-GCM; PAYOUTKIT_SECRET_KEY_PREVIOUS
+// (comma separated) lists older keys that still open what they sealed, and
+// secrets reseal moves every secret to the current key. Both are read by
+// every command, from the environment only.
 //
 // Commands print their JSON alone on stdout; logs and errors go to stderr,
 // and a failure exits non-zero. On an empty database, serve first creates a
@@ -73,6 +80,7 @@ const usage = `usage:
   server webhook resend -db <db> -workspace <id> -event <event id>
   server staff add|remove -db <db> -workspace <id> -email <e-mail>
   server audit -db <db>
+  server secrets reseal -db <db>
 `
 
 // run runs one command. It is main without the process: tests call it.
@@ -94,6 +102,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return keys(ctx, sub, rest[1:], stdout, stderr)
 	case cmd == "webhook" && (sub == "set" || sub == "rotate-secret" || sub == "events" || sub == "resend"):
 		return webhook(ctx, sub, rest[1:], stdout, stderr)
+	case cmd == "secrets" && sub == "reseal":
+		return secretsReseal(ctx, rest[1:], stdout, stderr)
 	case cmd == "audit":
 		return audit(ctx, rest, stdout, stderr)
 	case cmd == "staff" && (sub == "add" || sub == "remove"):

@@ -71,7 +71,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer store.Close()
 
-	cfg := &payoutkit.Config{Logger: log, PasswordCost: passwordCost}
+	keys, err := secretKeys()
+	if err != nil {
+		return err
+	}
+	cfg := &payoutkit.Config{Logger: log, PasswordCost: passwordCost, SecretKeys: keys}
 	if *sandbox {
 		// Payouts reach it through the dispatcher's hand-off loop below.
 		cfg.Processor = &payoutkit.SandboxProcessor{SettleAfter: *settleAfter}
@@ -85,7 +89,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	dispatcher, err := delivery.New(store, &delivery.Config{
-		HandOff: engine,
+		HandOff:    engine,
+		Workspaces: engine, // opens sealed webhook secrets
 		// One attempt ends within its lease: a lease under 20s shortens the timeout.
 		Notifier:  &delivery.HTTPNotifier{AllowPrivate: *sandbox || *allowPrivate, Timeout: min(delivery.DefaultTimeout, *lease/2)},
 		Lease:     *lease,
@@ -130,7 +135,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("serving", "addr", ln.Addr().String(), "sandbox", *sandbox, "portal", *withPortal,
-		"sandbox_settle_after", settleAfter.String(), "rate_limit", *rateLimit, "db", describeDSN(*dsn))
+		"sandbox_settle_after", settleAfter.String(), "rate_limit", *rateLimit, "db", describeDSN(*dsn),
+		"webhook_secrets_sealed_with", keys.CurrentKeyID())
 	if listening != nil {
 		listening(ln.Addr())
 	}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/base64"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/payoutkit/payoutkit"
+)
+
+// signedReceiver is a real HTTP webhook receiver that checks each
+// signature against the secret it was given.
+type signedReceiver struct {
+	srv *httptest.Server
+
+	mu     sync.Mutex
+	secret string
+	good   int // requests whose signature checked
+	bad    int
+}
+
+func newSignedReceiver(t *testing.T) *signedReceiver {
+	r := &signedReceiver{}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, hr *http.Request) {
+		body, _ := io.ReadAll(hr.Body)
+		r.mu.Lock()
+		if payoutkit.VerifySignature(r.secret, body, hr.Header.Get(payoutkit.HeaderSignature)) {
+			r.good++
+		} else {
+			r.bad++
+		}
+		r.mu.Unlock()
+		io.WriteString(w, "success")
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *signedReceiver) counts() (good, bad int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.good, r.bad
+}
+
+func newKeyEnv(t *testing.T) (encoded string, id string) {
+	t.Helper()
+	key := make([]byte, 32)
+	rand.Read(key)
+	return base64.StdEncoding.EncodeToString(key), payoutkit.KeyID(key)
+}
+
+// rawSecret reads a workspace's webhook_secret column straight from the
+// SQLite file, as someone holding a copy of the database would.
+func rawSecret(t *testing.T, db, ws string) string {
+	t.Helper()
+	raw, err := sql.Open("sqlite", "file:"+db+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var secret string
+	if err := raw.QueryRow(`SELECT webhook_secret FROM workspaces WHERE id = ?`, ws).Scan(&secret); err != nil {
+		t.Fatal(err)
+	}
+	return secret
+}
+
+// payOrder creates and pays an order through the API, which records an
+// order.paid event for the dispatcher.
+func payOrder(t *testing.T, s *server, key, orderID string) {
+	t.Helper()
+	if _, env := call(t, "POST", s.url+"/v1/orders", key, `{"order_id":"`+orderID+`","amount":"10.00"}`); code(env) != 0 {
+		t.Fatalf("create order: %v", env)
+	}
+	if _, env := call(t, "POST", s.url+"/v1/sandbox/orders/pay", key, `{"order_id":"`+orderID+`"}`); code(env) != 0 {
+		t.Fatalf("pay order: %v", env)
+	}
+}
+
+// With PAYOUTKIT_SECRET_KEY set, the database holds webhook secrets sealed
+// only, the server still signs webhooks with the plain secret, and a key
+// rotation (new key current, old one previous, secrets reseal, old key
+// dropped) keeps it that way.
+func TestSealedWebhookSecrets(t *testing.T) {
+	k1, id1 := newKeyEnv(t)
+	k2, id2 := newKeyEnv(t)
+	t.Setenv(envSecretKey, k1)
+	t.Setenv(envSecretKeyPrevious, "")
+	recv := newSignedReceiver(t)
+	db := filepath.Join(t.TempDir(), "payoutkit.db")
+	created := decodeObject(t, mustCommand(t, "workspace", "create", "-db", db, "-name", "sealed", "-webhook-url", recv.srv.URL))
+	ws, key, secret := created["workspace_id"].(string), created["api_key"].(string), created["webhook_secret"].(string)
+	recv.mu.Lock()
+	recv.secret = secret
+	recv.mu.Unlock()
+	if !strings.HasPrefix(secret, "whsec_") {
+		t.Fatalf("workspace create printed the secret %q", secret)
+	}
+	stored := rawSecret(t, db, ws)
+	if !strings.HasPrefix(stored, "sealed:v1:"+id1+":") || strings.Contains(stored, secret) || strings.Contains(stored, "whsec_") {
+		t.Fatalf("stored webhook_secret %q", stored)
+	}
+
+	s := startServer(t, "-db", db)
+	payOrder(t, s, key, "o1")
+	waitFor(t, func() bool { good, _ := recv.counts(); return good == 1 })
+	if strings.Contains(s.stderr.String(), secret) || strings.Contains(s.stdout.String(), secret) {
+		t.Fatal("the server printed the secret")
+	}
+	s.shutdown(t)
+
+	// Rotation: the new key is current, the old one previous.
+	t.Setenv(envSecretKey, k2)
+	t.Setenv(envSecretKeyPrevious, k1)
+	rep := decodeObject(t, mustCommand(t, "secrets", "reseal", "-db", db))
+	if rep["workspaces"] != float64(1) || rep["resealed"] != float64(1) || rep["current"] != float64(0) || len(rep["failed"].([]any)) != 0 {
+		t.Fatalf("reseal printed %v", rep)
+	}
+	if again := decodeObject(t, mustCommand(t, "secrets", "reseal", "-db", db)); again["resealed"] != float64(0) || again["current"] != float64(1) {
+		t.Fatalf("second reseal printed %v", again)
+	}
+	if stored := rawSecret(t, db, ws); !strings.HasPrefix(stored, "sealed:v1:"+id2+":") || strings.Contains(stored, secret) {
+		t.Fatalf("stored webhook_secret after reseal %q", stored)
+	}
+
+	// The old key dropped: the server opens with the new key alone.
+	t.Setenv(envSecretKeyPrevious, "")
+	s = startServer(t, "-db", db)
+	payOrder(t, s, key, "o2")
+	waitFor(t, func() bool { good, _ := recv.counts(); return good == 2 })
+	if _, bad := recv.counts(); bad != 0 {
+		t.Fatalf("%d webhooks with a bad signature", bad)
+	}
+	// A secret rotated now is shown plain once and stored sealed.
+	rot := decodeObject(t, mustCommand(t, "webhook", "rotate-secret", "-db", db, "-workspace", ws))
+	if newSecret := rot["webhook_secret"].(string); !strings.HasPrefix(newSecret, "whsec_") || strings.Contains(rawSecret(t, db, ws), newSecret) {
+		t.Fatalf("rotate-secret printed %q, stored %q", newSecret, rawSecret(t, db, ws))
+	}
+	s.shutdown(t)
+
+	// Without the key, commands that need the secret fail clearly, and
+	// reseal names the workspace it cannot open.
+	k3, _ := newKeyEnv(t)
+	t.Setenv(envSecretKey, k3)
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"webhook", "set", "-db", db, "-workspace", ws, "-url", recv.srv.URL}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "not configured") || !strings.Contains(err.Error(), id2) {
+		t.Fatalf("webhook set without the key: %v", err)
+	}
+	stdout.Reset()
+	err = run(context.Background(), []string{"secrets", "reseal", "-db", db}, &stdout, &stderr)
+	if err == nil {
+		t.Fatal("reseal without the key succeeded")
+	}
+	if failed := decodeObject(t, stdout.String())["failed"].([]any); len(failed) != 1 || failed[0].(map[string]any)["workspace_id"] != ws {
+		t.Fatalf("reseal without the key printed %s", stdout.String())
+	}
+	if strings.Contains(stderr.String(), "whsec_") || strings.Contains(stderr.String(), k3) {
+		t.Fatal("a secret or key was logged")
+	}
+}
+
+// Keys come from the environment and are checked before anything opens.
+func TestSecretKeyEnvironment(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "payoutkit.db")
+	for _, env := range [][2]string{{"not base64!", ""}, {base64.StdEncoding.EncodeToString(make([]byte, 16)), ""}, {"", "c29tZQ=="}} {
+		t.Setenv(envSecretKey, env[0])
+		t.Setenv(envSecretKeyPrevious, env[1])
+		_, err := command(t, "keys", "list", "-db", db, "-workspace", "ws_x")
+		if err == nil || !strings.Contains(err.Error(), "PAYOUTKIT_SECRET_KEY") || strings.Contains(err.Error(), env[0]+env[1]) {
+			t.Fatalf("env %q: %v", env, err)
+		}
+	}
+	t.Setenv(envSecretKey, "")
+	t.Setenv(envSecretKeyPrevious, "")
+	if _, err := command(t, "secrets", "reseal", "-db", db); err == nil || !strings.Contains(err.Error(), envSecretKey) {
+		t.Fatalf("reseal without a key: %v", err)
+	}
+}
