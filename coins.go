@@ -9,34 +9,59 @@ import (
 )
 
 // Coin is one payout option: a ticker on a network. A payout's asset and
-// network must name one row of the coin list.
+// network must name one row of the coin list, and its amount must lie
+// between the row's MinAmount and MaxAmount.
 type Coin struct {
 	Ticker  string `json:"ticker"`
 	Network string `json:"network"`
 	Name    string `json:"name"`
+	// Decimals is the asset's precision: how many decimal places its
+	// amounts have on chain (8 for BTC, 6 for USDT on TRON). A payout's
+	// AssetAmount and NetworkFee have at most this many places. 0 to
+	// MaxDecimals.
+	Decimals int `json:"decimals"`
+	// MinAmount is the smallest USD amount a payout in this coin may carry.
+	// Zero means DefaultMinAmount.
+	MinAmount Amount `json:"min_amount"`
+	// MaxAmount is the largest USD amount a payout in this coin may carry.
+	// Zero means MaxAmount, the contract's ceiling.
+	MaxAmount Amount `json:"max_amount"`
 }
 
-// DefaultCoins returns the contract's default payout coin list.
+// DefaultMinAmount is the minimum payout amount of a coin that sets none
+// (0.01 USD, the smallest amount there is).
+const DefaultMinAmount Amount = 1
+
+// MaxDecimals is the largest Coin.Decimals accepted.
+const MaxDecimals = 30
+
+// DefaultCoins returns the contract's default payout coin list, with each
+// asset's precision and no limits beyond the contract's own (0.01 to
+// 1000000000.00).
 func DefaultCoins() []Coin {
-	return []Coin{
-		{"BTC", "BTC", "Bitcoin"},
-		{"LTC", "LTC", "Litecoin"},
-		{"DOGE", "DOGE", "Dogecoin"},
-		{"ETH", "ETH", "Ether"},
-		{"USDT", "ETH", "Tether USD on Ethereum"},
-		{"USDC", "ETH", "USD Coin on Ethereum"},
-		{"BNB", "BSC", "BNB"},
-		{"USDT", "BSC", "Tether USD on BNB Smart Chain"},
-		{"POL", "POLYGON", "Polygon"},
-		{"USDT", "POLYGON", "Tether USD on Polygon"},
-		{"TRX", "TRON", "TRON"},
-		{"USDT", "TRON", "Tether USD on TRON"},
-		{"SOL", "SOL", "Solana"},
-		{"USDC", "SOL", "USD Coin on Solana"},
-		{"TON", "TON", "Toncoin"},
-		{"USDT", "TON", "Tether USD on TON"},
-		{"XRP", "XRP", "XRP"},
+	coins := []Coin{
+		{Ticker: "BTC", Network: "BTC", Name: "Bitcoin", Decimals: 8},
+		{Ticker: "LTC", Network: "LTC", Name: "Litecoin", Decimals: 8},
+		{Ticker: "DOGE", Network: "DOGE", Name: "Dogecoin", Decimals: 8},
+		{Ticker: "ETH", Network: "ETH", Name: "Ether", Decimals: 18},
+		{Ticker: "USDT", Network: "ETH", Name: "Tether USD on Ethereum", Decimals: 6},
+		{Ticker: "USDC", Network: "ETH", Name: "USD Coin on Ethereum", Decimals: 6},
+		{Ticker: "BNB", Network: "BSC", Name: "BNB", Decimals: 18},
+		{Ticker: "USDT", Network: "BSC", Name: "Tether USD on BNB Smart Chain", Decimals: 18},
+		{Ticker: "POL", Network: "POLYGON", Name: "Polygon", Decimals: 18},
+		{Ticker: "USDT", Network: "POLYGON", Name: "Tether USD on Polygon", Decimals: 6},
+		{Ticker: "TRX", Network: "TRON", Name: "TRON", Decimals: 6},
+		{Ticker: "USDT", Network: "TRON", Name: "Tether USD on TRON", Decimals: 6},
+		{Ticker: "SOL", Network: "SOL", Name: "Solana", Decimals: 9},
+		{Ticker: "USDC", Network: "SOL", Name: "USD Coin on Solana", Decimals: 6},
+		{Ticker: "TON", Network: "TON", Name: "Toncoin", Decimals: 9},
+		{Ticker: "USDT", Network: "TON", Name: "Tether USD on TON", Decimals: 6},
+		{Ticker: "XRP", Network: "XRP", Name: "XRP", Decimals: 6},
 	}
+	for i := range coins {
+		coins[i].MinAmount, coins[i].MaxAmount = DefaultMinAmount, MaxAmount
+	}
+	return coins
 }
 
 // Coins returns the payout coins offered to the workspace.
@@ -54,7 +79,7 @@ type coinTable struct {
 
 func newCoinTable(coins []Coin, extra map[string]func(string) error) (coinTable, error) {
 	t := coinTable{
-		list:       append([]Coin(nil), coins...),
+		list:       make([]Coin, 0, len(coins)),
 		byPair:     make(map[string]Coin, len(coins)),
 		tickers:    make(map[string]bool, len(coins)),
 		validators: make(map[string]func(string) error),
@@ -69,6 +94,30 @@ func newCoinTable(coins []Coin, extra map[string]func(string) error) (coinTable,
 			errs = append(errs, fmt.Errorf("payoutkit: coin %+v needs a ticker and a network", c))
 			continue
 		}
+		if c.MinAmount == 0 {
+			c.MinAmount = DefaultMinAmount
+		}
+		if c.MaxAmount == 0 {
+			c.MaxAmount = MaxAmount
+		}
+		switch {
+		case c.Decimals < 0 || c.Decimals > MaxDecimals:
+			errs = append(errs, fmt.Errorf("payoutkit: coin %s on %s: decimals must be between 0 and %d", c.Ticker, c.Network, MaxDecimals))
+			continue
+		case c.MinAmount < 0 || c.MinAmount > MaxAmount:
+			errs = append(errs, fmt.Errorf("payoutkit: coin %s on %s: min_amount must be between 0.01 and %s", c.Ticker, c.Network, MaxAmount))
+			continue
+		case c.MaxAmount < 0 || c.MaxAmount > MaxAmount:
+			errs = append(errs, fmt.Errorf("payoutkit: coin %s on %s: max_amount must be between 0.01 and %s", c.Ticker, c.Network, MaxAmount))
+			continue
+		case c.MinAmount > c.MaxAmount:
+			errs = append(errs, fmt.Errorf("payoutkit: coin %s on %s: min_amount %s is above max_amount %s", c.Ticker, c.Network, c.MinAmount, c.MaxAmount))
+			continue
+		}
+		if _, dup := t.byPair[upperASCII(c.Ticker)+"/"+net]; dup {
+			errs = append(errs, fmt.Errorf("payoutkit: coin %s on %s is listed twice", c.Ticker, c.Network))
+			continue
+		}
 		if _, ok := t.validators[net]; !ok {
 			v, ok := address.For(net)
 			if !ok {
@@ -79,6 +128,7 @@ func newCoinTable(coins []Coin, extra map[string]func(string) error) (coinTable,
 		}
 		t.byPair[upperASCII(c.Ticker)+"/"+net] = c
 		t.tickers[upperASCII(c.Ticker)] = true
+		t.list = append(t.list, c)
 	}
 	return t, errors.Join(errs...)
 }
@@ -111,6 +161,23 @@ func (t coinTable) check(v *validation, asset, network, addr string) Coin {
 		v.add("address", "is not a valid "+c.Network+" address")
 	}
 	return c
+}
+
+// checkLimits refuses an amount outside the coin's limits, naming the limit:
+// "amount must be at least 1.00 for USDT on TRON".
+func checkLimits(v *validation, c Coin, amount Amount) {
+	switch {
+	case amount < c.MinAmount:
+		v.add("amount", fmt.Sprintf("must be at least %s for %s on %s", c.MinAmount, c.Ticker, c.Network))
+	case amount > c.MaxAmount:
+		v.add("amount", fmt.Sprintf("must be at most %s for %s on %s", c.MaxAmount, c.Ticker, c.Network))
+	}
+}
+
+// coin returns the row of a stored payout's asset and network.
+func (t coinTable) coin(asset, network string) (Coin, bool) {
+	c, ok := t.byPair[upperASCII(asset)+"/"+upperASCII(network)]
+	return c, ok
 }
 
 // upperASCII upper-cases the ASCII letters of s and nothing else: tickers

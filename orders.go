@@ -135,7 +135,7 @@ func (e *Engine) Order(ctx context.Context, workspaceID, orderID string) (Order,
 
 // Orders lists the workspace's orders, newest first.
 func (e *Engine) Orders(ctx context.Context, workspaceID string, page PageRequest) (Page[Order], error) {
-	return listing(e.store.Orders(ctx, workspaceID, page))
+	return listing(e.store.Orders(ctx, workspaceID, OrderFilter{}, page))
 }
 
 // MarkOrderPaid marks a pending order paid and credits its amount to the

@@ -26,12 +26,15 @@ type Service interface {
 	CreatePayout(ctx context.Context, workspaceID string, req CreatePayoutRequest) (p Payout, replayed bool, err error)
 	Payout(ctx context.Context, workspaceID, payoutID string) (Payout, error)
 	CompletePayout(ctx context.Context, workspaceID, payoutID, txid string) (Payout, error)
+	SandboxCompletePayout(ctx context.Context, workspaceID, payoutID, txid string) (Payout, error)
+	ListPayouts(ctx context.Context, workspaceID string, req ListPayoutsRequest) (List[Payout], error)
 	FailPayout(ctx context.Context, workspaceID, payoutID, reason string) (Payout, error)
 	Balance(ctx context.Context, workspaceID string) (Balance, error)
 	Coins(ctx context.Context, workspaceID string) ([]Coin, error)
 	CreateOrder(ctx context.Context, workspaceID string, req CreateOrderRequest) (o Order, replayed bool, err error)
 	Order(ctx context.Context, workspaceID, orderID string) (Order, error)
 	MarkOrderPaid(ctx context.Context, workspaceID, orderID string) (Order, error)
+	ListOrders(ctx context.Context, workspaceID string, req ListOrdersRequest) (List[Order], error)
 	Authenticate(ctx context.Context, authorization string) (Principal, error)
 }
 
@@ -53,6 +56,15 @@ type Config struct {
 	Processor Processor
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
+	// CursorKey keys the HMAC that makes list cursors tamper-evident and
+	// binds them to their workspace and filter. Engines that serve one
+	// deployment must share it, so that a cursor from one instance works on
+	// the next. Defaults to a fixed key: cursors are still refused when
+	// changed, or used with another workspace or filter, but someone who
+	// knows the key could forge one, which yields at most another position
+	// in their own workspace's listing. Set a secret of 32 random bytes to
+	// rule that out.
+	CursorKey []byte
 	// Logger receives the engine's logs. Defaults to slog.Default().
 	Logger *slog.Logger
 	// PasswordCost is the bcrypt cost of staff passwords. Defaults to 12; tests
@@ -88,6 +100,9 @@ func (c *Config) withDefaults() *Config {
 	if out.Now == nil {
 		out.Now = time.Now
 	}
+	if len(out.CursorKey) == 0 {
+		out.CursorKey = defaultCursorKey[:]
+	}
 	if out.Logger == nil {
 		out.Logger = slog.Default()
 	}
@@ -115,6 +130,7 @@ type Engine struct {
 	store     Store
 	coins     coinTable
 	processor Processor
+	cursorKey []byte
 	now       func() time.Time
 	log       *slog.Logger
 	pwCost    int
@@ -148,6 +164,7 @@ func New(store Store, cfg *Config) (*Engine, error) {
 		store:     store,
 		coins:     coins,
 		processor: cfg.Processor,
+		cursorKey: cfg.CursorKey,
 		now:       cfg.Now,
 		log:       cfg.Logger,
 		pwCost:    cfg.PasswordCost,

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/shopspring/decimal"
 )
 
 // PayoutStatus is the state of a payout.
@@ -39,8 +41,14 @@ type Payout struct {
 	PayerID       string
 	TxID          string // set when completed
 	FailureReason string // set when failed
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// AssetAmount is the amount sent, in the asset's units (at most the
+	// coin's Decimals places), and NetworkFee the fee the network charged,
+	// in the asset's units too. Both are unset (Valid false) until the
+	// processor reports them with the payout's completion.
+	AssetAmount decimal.NullDecimal
+	NetworkFee  decimal.NullDecimal
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // payoutJSON fixes the contract's member order and nulls.
@@ -54,6 +62,8 @@ type payoutJSON struct {
 	Address       string       `json:"address"`
 	PayerID       string       `json:"payer_id"`
 	TxID          *string      `json:"txid"`
+	AssetAmount   *string      `json:"asset_amount"`
+	NetworkFee    *string      `json:"network_fee"`
 	FailureReason *string      `json:"failure_reason"`
 	CreatedAt     string       `json:"created_at"`
 	UpdatedAt     string       `json:"updated_at"`
@@ -65,8 +75,38 @@ func (p Payout) MarshalJSON() ([]byte, error) {
 		PayoutID: p.PayoutID, Status: p.Status, Amount: p.Amount, Currency: Currency,
 		Asset: p.Asset, Network: p.Network, Address: p.Address, PayerID: p.PayerID,
 		TxID: nullable(p.TxID), FailureReason: nullable(p.FailureReason),
+		AssetAmount: decimalString(p.AssetAmount), NetworkFee: decimalString(p.NetworkFee),
 		CreatedAt: formatTime(p.CreatedAt), UpdatedAt: formatTime(p.UpdatedAt),
 	})
+}
+
+// decimalString renders a set decimal in plain notation ("0.0005", never
+// "5E-4"), or nil.
+func decimalString(d decimal.NullDecimal) *string {
+	if !d.Valid {
+		return nil
+	}
+	s := d.Decimal.String()
+	return &s
+}
+
+// parseDecimal reads what decimalString rendered.
+func parseDecimal(s *string) (decimal.NullDecimal, error) {
+	if s == nil {
+		return decimal.NullDecimal{}, nil
+	}
+	if !isDecimalText(*s) {
+		return decimal.NullDecimal{}, fmt.Errorf("payoutkit: %q is not a decimal number", *s)
+	}
+	d, err := decimal.NewFromString(*s)
+	return decimal.NullDecimal{Decimal: d, Valid: err == nil}, err
+}
+
+// isDecimalText accepts plain non-negative decimals: digits, optionally a
+// dot and more digits. No sign, exponent or blank.
+func isDecimalText(s string) bool {
+	intPart, frac, dot := strings.Cut(s, ".")
+	return intPart != "" && allDigits(intPart) && (!dot || frac != "" && allDigits(frac))
 }
 
 // UnmarshalJSON reads the contract's payout object (for clients and receivers).
@@ -83,10 +123,19 @@ func (p *Payout) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return err
 	}
+	assetAmount, err := parseDecimal(j.AssetAmount)
+	if err != nil {
+		return err
+	}
+	fee, err := parseDecimal(j.NetworkFee)
+	if err != nil {
+		return err
+	}
 	*p = Payout{
 		PayoutID: j.PayoutID, Status: j.Status, Amount: j.Amount,
 		Asset: j.Asset, Network: j.Network, Address: j.Address, PayerID: j.PayerID,
 		TxID: deref(j.TxID), FailureReason: deref(j.FailureReason),
+		AssetAmount: assetAmount, NetworkFee: fee,
 		CreatedAt: created, UpdatedAt: updated,
 	}
 	return nil
@@ -150,6 +199,9 @@ func (e *Engine) validatePayout(req CreatePayoutRequest) (Payout, error) {
 	checkID(&v, "payout_id", req.PayoutID)
 	amount := checkAmount(&v, "amount", req.Amount)
 	coin := e.coins.check(&v, req.Asset, req.Network, req.Address)
+	if amount > 0 && coin.Ticker != "" {
+		checkLimits(&v, coin, amount)
+	}
 	checkText(&v, "payer_id", req.PayerID, true, maxText)
 	if err := v.err(); err != nil {
 		return Payout{}, err
@@ -185,17 +237,87 @@ func (e *Engine) Payouts(ctx context.Context, workspaceID string, f PayoutFilter
 
 // CompletePayout records that a submitted payout was paid on chain, with its
 // transaction id (required), and emits payout.completed. Settling a payout that is not
-// submitted is ErrConflict.
+// submitted is ErrConflict. The payout's AssetAmount and NetworkFee stay
+// unset; CompletePayoutWith reports them.
 func (e *Engine) CompletePayout(ctx context.Context, workspaceID, payoutID, txid string) (Payout, error) {
+	return e.CompletePayoutWith(ctx, workspaceID, payoutID, Completion{TxID: txid})
+}
+
+// Completion is what a processor reports when a payout has left: its
+// transaction id and, when it knows them, the amount sent and the network
+// fee, both in the asset's units.
+type Completion struct {
+	// TxID is the transaction id; required.
+	TxID string
+	// AssetAmount is the amount sent in the asset's units: greater than 0,
+	// at most the coin's Decimals places. Unset (Valid false) when unknown.
+	AssetAmount decimal.NullDecimal
+	// NetworkFee is the network's fee in the asset's units: 0 or more, at
+	// most the coin's Decimals places. Unset when unknown.
+	NetworkFee decimal.NullDecimal
+}
+
+// maxAssetDigits bounds the integer digits of a reported asset amount or
+// fee: no real amount comes near it, and it keeps every value storable.
+const maxAssetDigits = 30
+
+// CompletePayoutWith records that a submitted payout was paid on chain, as
+// c reports it, and emits payout.completed carrying the same payout object.
+// An invalid completion (no txid, a negative amount, more places than the
+// coin's Decimals) is ErrInvalidInput and changes nothing; settling a payout
+// that is not submitted is ErrConflict.
+func (e *Engine) CompletePayoutWith(ctx context.Context, workspaceID, payoutID string, c Completion) (Payout, error) {
 	var v validation
-	checkText(&v, "txid", txid, true, maxText)
+	checkText(&v, "txid", c.TxID, true, maxText)
 	if err := v.err(); err != nil {
 		return Payout{}, err
 	}
-	return e.settle(ctx, workspaceID, payoutID, func(p *Payout) EventType {
-		p.Status, p.TxID = PayoutCompleted, txid
-		return EventPayoutCompleted
+	return e.settle(ctx, workspaceID, payoutID, func(p *Payout) (EventType, error) {
+		places := int32(MaxDecimals)
+		if coin, ok := e.coins.coin(p.Asset, p.Network); ok {
+			places = int32(coin.Decimals)
+		}
+		checkAssetAmount(&v, "asset_amount", c.AssetAmount, places, false)
+		checkAssetAmount(&v, "network_fee", c.NetworkFee, places, true)
+		if err := v.err(); err != nil {
+			return "", err
+		}
+		p.Status, p.TxID = PayoutCompleted, c.TxID
+		p.AssetAmount, p.NetworkFee = canonical(c.AssetAmount), canonical(c.NetworkFee)
+		return EventPayoutCompleted, nil
 	})
+}
+
+// checkAssetAmount accepts an unset value, or one greater than 0 (or equal
+// to 0 when zeroOK) with at most places decimal places.
+func checkAssetAmount(v *validation, field string, d decimal.NullDecimal, places int32, zeroOK bool) {
+	switch {
+	case !d.Valid:
+	case d.Decimal.Sign() < 0 || d.Decimal.Sign() == 0 && !zeroOK:
+		if zeroOK {
+			v.add(field, "must not be negative")
+		} else {
+			v.add(field, "must be greater than 0")
+		}
+	case !d.Decimal.Equal(d.Decimal.Truncate(places)):
+		v.add(field, fmt.Sprintf("must have at most %d decimal places", places))
+	case d.Decimal.Truncate(0).NumDigits() > maxAssetDigits:
+		v.add(field, fmt.Sprintf("must have at most %d integer digits", maxAssetDigits))
+	}
+}
+
+// canonical drops trailing zeros, so that a value reads back as it was
+// stored on every store ("1.50" and "1.5" are one amount).
+func canonical(d decimal.NullDecimal) decimal.NullDecimal {
+	if !d.Valid {
+		return d
+	}
+	s := d.Decimal.String()
+	c, err := decimal.NewFromString(s)
+	if err != nil {
+		return d
+	}
+	return decimal.NullDecimal{Decimal: c, Valid: true}
 }
 
 // FailPayout records that a submitted payout did not go through, credits its
@@ -210,13 +332,13 @@ func (e *Engine) FailPayout(ctx context.Context, workspaceID, payoutID, reason s
 	if reason == "" {
 		reason = "payout failed"
 	}
-	return e.settle(ctx, workspaceID, payoutID, func(p *Payout) EventType {
+	return e.settle(ctx, workspaceID, payoutID, func(p *Payout) (EventType, error) {
 		p.Status, p.FailureReason = PayoutFailed, reason
-		return EventPayoutFailed
+		return EventPayoutFailed, nil
 	})
 }
 
-func (e *Engine) settle(ctx context.Context, workspaceID, payoutID string, apply func(*Payout) EventType) (Payout, error) {
+func (e *Engine) settle(ctx context.Context, workspaceID, payoutID string, apply func(*Payout) (EventType, error)) (Payout, error) {
 	p, err := e.Payout(ctx, workspaceID, payoutID)
 	if err != nil {
 		return Payout{}, err
@@ -224,7 +346,10 @@ func (e *Engine) settle(ctx context.Context, workspaceID, payoutID string, apply
 	if p.Status != PayoutSubmitted {
 		return Payout{}, errPayoutSettled(p)
 	}
-	typ := apply(&p)
+	typ, err := apply(&p)
+	if err != nil {
+		return Payout{}, err
+	}
 	p.UpdatedAt = e.clock()
 	ev, err := newEvent(workspaceID, typ, payoutSubject(p.PayoutID), p, p.UpdatedAt)
 	if err != nil {

@@ -31,6 +31,9 @@ type Processor interface {
 // Submission is one payout handed to a Processor.
 type Submission struct {
 	Payout
+	// Coin is the payout's row of the coin list (its Decimals and limits);
+	// the zero Coin when the row is no longer configured.
+	Coin Coin
 	// IdempotencyKey is the same for every Submit of this payout, on every
 	// instance, forever: "po_" and 32 hex digits of the SHA-256 of the
 	// workspace id and payout_id (see IdempotencyKey). Pass it to the rail.
@@ -58,9 +61,12 @@ type PayoutLease struct {
 	Token int64
 }
 
-// Settler records a payout's outcome. *Engine implements it.
+// Settler records a payout's outcome. *Engine implements it. A processor
+// that knows the amount sent and the network fee reports them with
+// CompletePayoutWith; CompletePayout reports the txid alone.
 type Settler interface {
 	CompletePayout(ctx context.Context, workspaceID, payoutID, txid string) (Payout, error)
+	CompletePayoutWith(ctx context.Context, workspaceID, payoutID string, c Completion) (Payout, error)
 	FailPayout(ctx context.Context, workspaceID, payoutID, reason string) (Payout, error)
 }
 
@@ -102,6 +108,7 @@ func (e *Engine) HandOffPayout(ctx context.Context, l PayoutLease) error {
 	}
 	if e.processor != nil {
 		sub := Submission{Payout: p, IdempotencyKey: IdempotencyKey(p.WorkspaceID, p.PayoutID)}
+		sub.Coin, _ = e.coins.coin(p.Asset, p.Network)
 		if err := e.processor.Submit(ctx, sub, e); err != nil {
 			return err
 		}
@@ -114,9 +121,10 @@ func (e *Engine) HandOffPayout(ctx context.Context, l PayoutLease) error {
 // With SettleAfter zero, it accepts every payout at once and payouts stay
 // submitted until settled by hand (CompletePayout, FailPayout). Otherwise it
 // answers ErrNotDue until SettleAfter has passed since the payout was created,
-// then completes the payout with a fake txid. The delay lives in the payout's
-// stored creation time, not in a timer, so a restart in the middle of it
-// still settles the payout on time.
+// then completes the payout with a fake txid and the asset amount and
+// network fee of the sandbox rate table (SandboxCompletion). The delay lives
+// in the payout's stored creation time, not in a timer, so a restart in the
+// middle of it still settles the payout on time.
 type SandboxProcessor struct {
 	// SettleAfter is how long after creation a payout completes. Defaults to
 	// zero: never by itself.
@@ -138,7 +146,8 @@ func (s *SandboxProcessor) Submit(ctx context.Context, sub Submission, settler S
 	if due := p.CreatedAt.Add(s.SettleAfter); now().Before(due) {
 		return &NotDueError{At: due}
 	}
-	_, err := settler.CompletePayout(ctx, p.WorkspaceID, p.PayoutID, "sandbox-"+randomBase62(16))
+	c := SandboxCompletion(p, sub.Coin, "sandbox-"+randomBase62(16))
+	_, err := settler.CompletePayoutWith(ctx, p.WorkspaceID, p.PayoutID, c)
 	if errors.Is(err, ErrConflict) { // settled by hand meanwhile
 		return nil
 	}

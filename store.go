@@ -82,7 +82,10 @@ type PayoutStore interface {
 	SettlePayout(ctx context.Context, p Payout, ev Event) error
 	// Payout returns one payout of the workspace.
 	Payout(ctx context.Context, workspaceID, payoutID string) (Payout, error)
-	// Payouts lists the workspace's payouts that match f, newest first.
+	// Payouts lists the workspace's payouts that match f, newest first: by
+	// creation time, then by insertion order among payouts created at the
+	// same instant. Page.Next is the store's own position; an unreadable
+	// cursor is ErrInvalidInput.
 	Payouts(ctx context.Context, workspaceID string, f PayoutFilter, page PageRequest) (Page[Payout], error)
 	// ClaimPayoutHandoffs leases up to limit submitted payouts that have not
 	// been handed to the processor (and hold no live lease) to owner until
@@ -108,8 +111,9 @@ type OrderStore interface {
 	MarkOrderPaid(ctx context.Context, o Order, ev Event) error
 	// Order returns one order of the workspace.
 	Order(ctx context.Context, workspaceID, orderID string) (Order, error)
-	// Orders lists the workspace's orders, newest first.
-	Orders(ctx context.Context, workspaceID string, page PageRequest) (Page[Order], error)
+	// Orders lists the workspace's orders that match f, newest first, in
+	// the order Payouts uses.
+	Orders(ctx context.Context, workspaceID string, f OrderFilter, page PageRequest) (Page[Order], error)
 }
 
 // LedgerStore reads balances and the entries behind them.
@@ -220,6 +224,22 @@ type PayoutFilter struct {
 	Status PayoutStatus
 	// PayerID keeps the payouts of this customer; empty keeps all.
 	PayerID string
+	// CreatedFrom keeps the payouts created at or after it; zero keeps all.
+	CreatedFrom time.Time
+	// CreatedTo keeps the payouts created before it; zero keeps all.
+	CreatedTo time.Time
+}
+
+// OrderFilter narrows an order listing. The zero value matches every order.
+type OrderFilter struct {
+	// Status keeps the orders in this state; empty keeps all.
+	Status OrderStatus
+	// PayerID keeps the orders of this customer; empty keeps all.
+	PayerID string
+	// CreatedFrom keeps the orders created at or after it; zero keeps all.
+	CreatedFrom time.Time
+	// CreatedTo keeps the orders created before it; zero keeps all.
+	CreatedTo time.Time
 }
 
 // PageRequest asks for one page of a newest-first listing.

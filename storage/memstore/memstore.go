@@ -328,6 +328,7 @@ func (s *Store) SettlePayout(_ context.Context, p payoutkit.Payout, ev payoutkit
 		return payoutkit.ErrConflict
 	}
 	row.Status, row.TxID, row.FailureReason, row.UpdatedAt = p.Status, p.TxID, p.FailureReason, p.UpdatedAt
+	row.AssetAmount, row.NetworkFee = p.AssetAmount, p.NetworkFee
 	w.balance.InProgress -= row.Amount
 	c := s.customer(w, row.PayerID, p.UpdatedAt)
 	c.InProgress -= row.Amount
@@ -365,13 +366,82 @@ func (s *Store) Payouts(_ context.Context, workspaceID string, f payoutkit.Payou
 	if err != nil {
 		return payoutkit.Page[payoutkit.Payout]{}, err
 	}
-	rows := w.payoutList
-	if f != (payoutkit.PayoutFilter{}) {
-		rows = slices.DeleteFunc(slices.Clone(rows), func(r *payout) bool {
-			return f.Status != "" && r.Status != f.Status || f.PayerID != "" && r.PayerID != f.PayerID
-		})
+	return newestOf(w.payoutList, page, func(r *payout) (bool, time.Time, int64, payoutkit.Payout) {
+		keep := (f.Status == "" || r.Status == f.Status) && (f.PayerID == "" || r.PayerID == f.PayerID) &&
+			inRange(r.CreatedAt, f.CreatedFrom, f.CreatedTo)
+		return keep, r.CreatedAt, r.seq, r.Payout
+	})
+}
+
+// inRange reports whether t is at or after from and before to; a zero
+// bound is no bound.
+func inRange(t, from, to time.Time) bool {
+	return (from.IsZero() || !t.Before(from)) && (to.IsZero() || t.Before(to))
+}
+
+// newestOf cuts one page, newest first by creation time and then by seq,
+// out of the rows that item keeps. Its cursor is the last row's creation
+// time in Unix microseconds and its seq, as "micros.seq" (the SQL store's
+// form too).
+func newestOf[R, T any](rows []R, req payoutkit.PageRequest, item func(R) (keep bool, created time.Time, seq int64, v T)) (payoutkit.Page[T], error) {
+	req = req.Normalize()
+	type row struct {
+		at, seq int64
+		v       T
 	}
-	return pageOf(rows, page, func(r *payout) (int64, payoutkit.Payout) { return r.seq, r.Payout })
+	var after *row
+	if req.Cursor != "" {
+		at, seq, ok := parseTimeCursor(req.Cursor)
+		if !ok {
+			return payoutkit.Page[T]{}, payoutkit.ErrInvalidInput
+		}
+		after = &row{at: at, seq: seq}
+	}
+	var kept []row
+	for _, r := range rows {
+		keep, created, seq, v := item(r)
+		at := created.UnixMicro()
+		if keep && (after == nil || at < after.at || at == after.at && seq < after.seq) {
+			kept = append(kept, row{at, seq, v})
+		}
+	}
+	slices.SortFunc(kept, func(a, b row) int {
+		if a.at != b.at {
+			return cmpInt(b.at, a.at)
+		}
+		return cmpInt(b.seq, a.seq)
+	})
+	var page payoutkit.Page[T]
+	for i, r := range kept {
+		if i == req.Limit {
+			last := kept[i-1]
+			page.Next = strconv.FormatInt(last.at, 10) + "." + strconv.FormatInt(last.seq, 10)
+			break
+		}
+		page.Items = append(page.Items, r.v)
+	}
+	return page, nil
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// parseTimeCursor reads a "micros.seq" cursor.
+func parseTimeCursor(c string) (at, seq int64, ok bool) {
+	a, b, found := strings.Cut(c, ".")
+	if !found {
+		return 0, 0, false
+	}
+	at, err1 := strconv.ParseInt(a, 10, 64)
+	seq, err2 := strconv.ParseInt(b, 10, 64)
+	return at, seq, err1 == nil && err2 == nil && seq > 0
 }
 
 // ClaimPayoutHandoffs implements payoutkit.PayoutStore.
@@ -473,14 +543,18 @@ func (s *Store) Order(_ context.Context, workspaceID, orderID string) (payoutkit
 }
 
 // Orders implements payoutkit.OrderStore.
-func (s *Store) Orders(_ context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Order], error) {
+func (s *Store) Orders(_ context.Context, workspaceID string, f payoutkit.OrderFilter, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Order], error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w, err := s.workspace(workspaceID)
 	if err != nil {
 		return payoutkit.Page[payoutkit.Order]{}, err
 	}
-	return pageOf(w.orderList, page, func(r *order) (int64, payoutkit.Order) { return r.seq, r.Order })
+	return newestOf(w.orderList, page, func(r *order) (bool, time.Time, int64, payoutkit.Order) {
+		keep := (f.Status == "" || r.Status == f.Status) && (f.PayerID == "" || r.PayerID == f.PayerID) &&
+			inRange(r.CreatedAt, f.CreatedFrom, f.CreatedTo)
+		return keep, r.CreatedAt, r.seq, r.Order
+	})
 }
 
 // Balance implements payoutkit.LedgerStore.
@@ -580,34 +654,6 @@ func (s *Store) addEvent(w *workspace, ev payoutkit.Event) {
 	if ev.State == payoutkit.DeliveryPending {
 		s.pending = append(s.pending, row)
 	}
-}
-
-// ClaimEvents implements payoutkit.Outbox.
-func (s *Store) ClaimEvents(_ context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.Event, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	blocked := make(map[string]bool) // subjects with an earlier pending event
-	var due []*event
-	for _, e := range s.pending {
-		subject := e.WorkspaceID + "\x00" + e.Subject
-		if blocked[subject] {
-			continue
-		}
-		blocked[subject] = true
-		if e.NextAttemptAt.After(now) || e.leaseUntil.After(now) {
-			continue
-		}
-		due = append(due, e)
-	}
-	slices.SortStableFunc(due, func(a, b *event) int { return a.NextAttemptAt.Compare(b.NextAttemptAt) })
-	due = due[:min(limit, len(due))]
-	slices.SortFunc(due, func(a, b *event) int { return int(a.seq - b.seq) })
-	out := make([]payoutkit.Event, 0, len(due))
-	for _, e := range due {
-		e.leaseOwner, e.leaseUntil = owner, leaseUntil
-		out = append(out, e.Event)
-	}
-	return out, nil
 }
 
 // RecordAttempt implements payoutkit.Outbox.

@@ -4,6 +4,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/payoutkit/payoutkit"
 )
 
 // The settings the store's guarantees rest on are in force on every
@@ -104,12 +107,27 @@ func TestSQLitePlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	newest := func(table string, f newestFilter, cursor string) string {
+		q, _, err := s.newestQuery(table, "*", "ws", f, payoutkit.PageRequest{Limit: 50, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	from, to := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
 		name, query, index string
 	}{
-		{"payouts", payoutsSQL, "payouts_workspace_seq"},
-		{"payouts by status", payoutsByStatusSQL, "payouts_workspace_status_seq"},
-		{"payouts by payer", payoutsByPayerSQL, "payouts_workspace_payer_seq"},
+		{"payouts", newest("payouts", newestFilter{}, ""), "payouts_workspace_created"},
+		{"payouts, next page", newest("payouts", newestFilter{}, "1767225600000000.7"), "payouts_workspace_created"},
+		{"payouts in a range", newest("payouts", newestFilter{from: from, to: to}, "1767225600000000.7"), "payouts_workspace_created"},
+		{"payouts by status", newest("payouts", newestFilter{status: "failed"}, "1767225600000000.7"), "payouts_workspace_status_created"},
+		{"payouts by status in a range", newest("payouts", newestFilter{status: "failed", from: from}, ""), "payouts_workspace_status_created"},
+		{"payouts by payer", newest("payouts", newestFilter{payerID: "p"}, "1767225600000000.7"), "payouts_workspace_payer_created"},
+		{"payouts by payer and status", newest("payouts", newestFilter{payerID: "p", status: "failed", to: to}, ""), "payouts_workspace_payer_created"},
+		{"orders", newest("orders", newestFilter{}, "1767225600000000.7"), "orders_workspace_created"},
+		{"orders by status", newest("orders", newestFilter{status: "paid", from: from, to: to}, ""), "orders_workspace_status_created"},
+		{"orders by payer", newest("orders", newestFilter{payerID: "p"}, "1767225600000000.7"), "orders_workspace_payer_created"},
 		{"customers", `SELECT ` + customerCols + `, seq FROM customers WHERE workspace_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`, "customers_workspace_seq"},
 		{"subject events", subjectEventsSQL, "events_subject"},
 		// The due events, soonest first, and the probe for an earlier
@@ -117,7 +135,7 @@ func TestSQLitePlans(t *testing.T) {
 		{"claim events", s.q.claimEvents, "events_due"},
 		{"claim events' subject probe", s.q.claimEvents, "events_subject"},
 	} {
-		rows, err := s.reader().QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+c.query, 1, 2, 3, 4, 5)
+		rows, err := s.reader().QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+c.query, 1, 2, 3, 4, 5, 6, 7)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -138,6 +156,9 @@ func TestSQLitePlans(t *testing.T) {
 		for _, line := range plan {
 			if strings.HasPrefix(line, "SCAN ") && !strings.Contains(line, " USING ") && line != "SCAN due" {
 				t.Errorf("%s scans a table (%s):\n%s", c.name, line, text)
+			}
+			if strings.Contains(line, "TEMP B-TREE") && !strings.HasPrefix(c.name, "claim") {
+				t.Errorf("%s sorts its rows (%s):\n%s", c.name, line, text)
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/payoutkit/payoutkit"
 )
@@ -107,9 +108,10 @@ func (s *Store) Order(ctx context.Context, workspaceID, orderID string) (payoutk
 }
 
 // Orders implements payoutkit.OrderStore.
-func (s *Store) Orders(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Order], error) {
-	return list(ctx, s, "orders", workspaceID, page,
-		`SELECT `+orderCols+`, seq FROM orders WHERE workspace_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`, scanOrder)
+func (s *Store) Orders(ctx context.Context, workspaceID string, f payoutkit.OrderFilter, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Order], error) {
+	return listNewest(ctx, s, "orders", orderCols, workspaceID,
+		newestFilter{string(f.Status), f.PayerID, f.CreatedFrom, f.CreatedTo}, page,
+		scanOrder, func(o payoutkit.Order) time.Time { return o.CreatedAt })
 }
 
 // Balance implements payoutkit.LedgerStore.

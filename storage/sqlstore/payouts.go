@@ -19,9 +19,9 @@ const (
 	debitSQL = `UPDATE balances SET available = available - $2, in_progress = in_progress + $2
 		WHERE workspace_id = $1 AND available >= $2`
 	insertLedgerSQL = `INSERT INTO ledger_entries (` + ledgerCols + `) VALUES ($1, $2, $3, $4, $5, $6)`
-	selectPayoutSQL = `SELECT ` + payoutCols + ` FROM payouts WHERE workspace_id = $1 AND payout_id = $2`
+	selectPayoutSQL = `SELECT ` + payoutReadCols + ` FROM payouts WHERE workspace_id = $1 AND payout_id = $2`
 	// SQLite's SettlePayout: the conditional status change, then the balance.
-	settlePayoutSQL = `UPDATE payouts SET status = $3, txid = $4, failure_reason = $5, updated_at = $6
+	settlePayoutSQL = `UPDATE payouts SET status = $3, txid = $4, failure_reason = $5, updated_at = $6, asset_amount = $7, network_fee = $8
 		WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted' RETURNING amount, payer_id`
 	settleBalanceSQL = `UPDATE balances SET in_progress = in_progress - $2, available = available + $3 WHERE workspace_id = $1`
 	// SQLite's customer totals: $1 workspace, $2 payer_id, $3-$5 what to add
@@ -33,20 +33,6 @@ const (
 		VALUES ($1, $2, $3, $4, max($5, 0), $6)
 		ON CONFLICT (workspace_id, payer_id) DO UPDATE SET
 			paid_in = paid_in + $3, paid_out = paid_out + $4, in_progress = in_progress + $5`
-)
-
-// The payout listings, one statement per filter so that each uses its
-// index: $1 workspace, $2 seq to start below, $3 rows, $4 and $5 the
-// filter's values.
-const (
-	payoutsSQL = `SELECT ` + payoutCols + `, seq FROM payouts
-		WHERE workspace_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`
-	payoutsByStatusSQL = `SELECT ` + payoutCols + `, seq FROM payouts
-		WHERE workspace_id = $1 AND status = $4 AND seq < $2 ORDER BY seq DESC LIMIT $3`
-	payoutsByPayerSQL = `SELECT ` + payoutCols + `, seq FROM payouts
-		WHERE workspace_id = $1 AND payer_id = $4 AND seq < $2 ORDER BY seq DESC LIMIT $3`
-	payoutsByPayerStatusSQL = `SELECT ` + payoutCols + `, seq FROM payouts
-		WHERE workspace_id = $1 AND payer_id = $4 AND status = $5 AND seq < $2 ORDER BY seq DESC LIMIT $3`
 )
 
 // insertEventSQL takes $1 workspace_id and $2-$10 eventArgs; see eventValues.
@@ -157,6 +143,7 @@ func (s *Store) SettlePayout(ctx context.Context, p payoutkit.Payout, ev payoutk
 	if s.pg() {
 		// One statement: it settles all or nothing.
 		args := append([]any{p.WorkspaceID, p.PayoutID, string(p.Status), p.TxID, p.FailureReason, s.ts(p.UpdatedAt)}, s.eventArgs(ev)...)
+		args = append(args, decimalArg(p.AssetAmount), decimalArg(p.NetworkFee))
 		err = s.writeTx(ctx, p.WorkspaceID, func(ctx context.Context, tx *sql.Tx) error {
 			var n int
 			err := tx.QueryRowContext(ctx, s.q.pgSettlePayout, args...).Scan(&n)
@@ -167,8 +154,8 @@ func (s *Store) SettlePayout(ctx context.Context, p payoutkit.Payout, ev payoutk
 		err = s.writeTx(ctx, p.WorkspaceID, func(ctx context.Context, tx *sql.Tx) error {
 			var amount int64
 			var payer string
-			err := s.txQueryRow(ctx, tx, settlePayoutSQL, p.WorkspaceID, p.PayoutID, string(p.Status), p.TxID, p.FailureReason, s.ts(p.UpdatedAt)).
-				Scan(&amount, &payer)
+			err := s.txQueryRow(ctx, tx, settlePayoutSQL, p.WorkspaceID, p.PayoutID, string(p.Status), p.TxID, p.FailureReason, s.ts(p.UpdatedAt),
+				decimalArg(p.AssetAmount), decimalArg(p.NetworkFee)).Scan(&amount, &payer)
 			if errors.Is(err, sql.ErrNoRows) {
 				return errNothingToCommit
 			} else if err != nil {
@@ -225,16 +212,9 @@ func (s *Store) Payout(ctx context.Context, workspaceID, payoutID string) (payou
 
 // Payouts implements payoutkit.PayoutStore.
 func (s *Store) Payouts(ctx context.Context, workspaceID string, f payoutkit.PayoutFilter, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Payout], error) {
-	query, args := payoutsSQL, []any(nil)
-	switch {
-	case f.PayerID != "" && f.Status != "":
-		query, args = payoutsByPayerStatusSQL, []any{f.PayerID, string(f.Status)}
-	case f.PayerID != "":
-		query, args = payoutsByPayerSQL, []any{f.PayerID}
-	case f.Status != "":
-		query, args = payoutsByStatusSQL, []any{string(f.Status)}
-	}
-	return list(ctx, s, "payouts", workspaceID, page, query, scanPayout, args...)
+	return listNewest(ctx, s, "payouts", payoutReadCols, workspaceID,
+		newestFilter{string(f.Status), f.PayerID, f.CreatedFrom, f.CreatedTo}, page,
+		scanPayout, func(p payoutkit.Payout) time.Time { return p.CreatedAt })
 }
 
 // ClaimPayoutHandoffs implements payoutkit.PayoutStore.

@@ -71,7 +71,7 @@ const claimHandoffsSQL = `WITH due AS MATERIALIZED (
 )
 UPDATE payouts SET handoff_lease_until = $2, handoff_owner = $4, handoff_token = handoff_token + 1
 WHERE seq IN (SELECT seq FROM due)
-RETURNING ` + payoutCols + `, seq, handoff_token`
+RETURNING ` + payoutReadCols + `, seq, handoff_token`
 
 // pgEventInsert inserts an event whose columns after workspace_id are the
 // parameters from $first on (eventArgs order), for each row of from.
@@ -127,13 +127,15 @@ var pgCreatePayoutSQL = `WITH p AS (
 SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM d)`
 
 // pgSettlePayoutSQL: $1 workspace, $2 payout_id, $3 status, $4 txid,
-// $5 failure reason, $6 updated at, $7-$15 the event. Everything hangs on
+// $5 failure reason, $6 updated at, $7-$15 the event, $16 asset amount,
+// $17 network fee. Everything hangs on
 // the conditional UPDATE of the payout, so the statement moves all or
 // nothing; it returns how many payouts it settled. The customer's row to
 // insert cannot carry the negative in_progress change (CHECK constraints
 // judge it before the conflict does), so the update reads the amount from p.
 var pgSettlePayoutSQL = `WITH p AS (
-	UPDATE payouts SET status = $3, txid = $4, failure_reason = $5, updated_at = $6
+	UPDATE payouts SET status = $3, txid = $4, failure_reason = $5, updated_at = $6,
+		asset_amount = $16::numeric, network_fee = $17::numeric
 	WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted'
 	RETURNING workspace_id, payer_id, amount
 ), b AS (

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/shopspring/decimal"
 	"github.com/uptrace/bun"
 
 	"github.com/payoutkit/payoutkit"
@@ -215,13 +216,54 @@ func cleanText(s string) string {
 
 type scanner interface{ Scan(dest ...any) error }
 
-const payoutCols = `workspace_id, payout_id, status, amount, asset, network, address, payer_id, txid, failure_reason, created_at, updated_at`
+// payoutCols are the columns a new payout is inserted with; payoutReadCols
+// add the settlement details, which only a completion sets.
+const (
+	payoutCols     = `workspace_id, payout_id, status, amount, asset, network, address, payer_id, txid, failure_reason, created_at, updated_at`
+	payoutReadCols = payoutCols + `, asset_amount, network_fee`
+)
 
+// scanPayout scans payoutReadCols, then extra.
 func scanPayout(sc scanner, extra ...any) (payoutkit.Payout, error) {
 	var p payoutkit.Payout
 	err := sc.Scan(append([]any{&p.WorkspaceID, &p.PayoutID, &p.Status, &p.Amount, &p.Asset, &p.Network, &p.Address,
-		&p.PayerID, &p.TxID, &p.FailureReason, timeCol{&p.CreatedAt}, timeCol{&p.UpdatedAt}}, extra...)...)
+		&p.PayerID, &p.TxID, &p.FailureReason, timeCol{&p.CreatedAt}, timeCol{&p.UpdatedAt},
+		decimalCol{&p.AssetAmount}, decimalCol{&p.NetworkFee}}, extra...)...)
 	return p, err
+}
+
+// decimalCol scans a nullable exact decimal: TEXT on SQLite, NUMERIC on
+// PostgreSQL (which pgx hands over as text too).
+type decimalCol struct{ d *decimal.NullDecimal }
+
+func (c decimalCol) Scan(src any) error {
+	var s string
+	switch v := src.(type) {
+	case nil:
+		*c.d = decimal.NullDecimal{}
+		return nil
+	case string:
+		s = v
+	case []byte:
+		s = string(v)
+	default:
+		return fmt.Errorf("sqlstore: cannot read a decimal from %T", src)
+	}
+	d, err := decimal.NewFromString(s)
+	if err != nil {
+		return fmt.Errorf("sqlstore: stored decimal %q: %w", s, err)
+	}
+	*c.d = decimal.NullDecimal{Decimal: d, Valid: true}
+	return nil
+}
+
+// decimalArg is a nullable decimal as both dialects store it: plain
+// decimal text, or NULL.
+func decimalArg(d decimal.NullDecimal) any {
+	if !d.Valid {
+		return nil
+	}
+	return d.Decimal.String()
 }
 
 func (s *Store) payoutArgs(p payoutkit.Payout) []any {

@@ -34,7 +34,7 @@ func testListing(t *testing.T, open Open) {
 
 	t.Run("Orders", func(t *testing.T) {
 		got := collect(t, 1, func(r payoutkit.PageRequest) (payoutkit.Page[payoutkit.Order], error) {
-			return e.store.Orders(e.ctx, ws, r)
+			return e.store.Orders(e.ctx, ws, payoutkit.OrderFilter{}, r)
 		}, func(o payoutkit.Order) string { return string(o.Status) })
 		if diff := cmp.Diff([]string{"paid"}, got); diff != "" {
 			t.Fatalf("orders (-want +got):\n%s", diff)

@@ -33,6 +33,8 @@ func Run(t *testing.T, open Open) {
 	t.Run("Handoffs", func(t *testing.T) { testHandoffs(t, open) })
 	t.Run("Filters", func(t *testing.T) { testFilters(t, open) })
 	t.Run("Customers", func(t *testing.T) { testCustomers(t, open) })
+	t.Run("Lists", func(t *testing.T) { testLists(t, open) })
+	t.Run("Settlement", func(t *testing.T) { testSettlement(t, open) })
 	t.Run("Staff", func(t *testing.T) { testStaff(t, open) })
 }
 

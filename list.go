@@ -1,0 +1,243 @@
+package payoutkit
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"strconv"
+	"time"
+)
+
+// ListPayoutsRequest asks for one page of a workspace's payouts, newest
+// first (POST /v1/payouts/list). Every filter is optional.
+type ListPayoutsRequest struct {
+	// Status keeps the payouts in this state.
+	Status PayoutStatus `json:"status,omitempty"`
+	// PayerID keeps the payouts of this customer.
+	PayerID string `json:"payer_id,omitempty"`
+	// CreatedFrom keeps the payouts created at or after it.
+	CreatedFrom time.Time `json:"created_from,omitzero"`
+	// CreatedTo keeps the payouts created before it.
+	CreatedTo time.Time `json:"created_to,omitzero"`
+	// Limit is the page size, 1 to MaxListLimit; 0 means DefaultListLimit.
+	Limit int `json:"limit,omitempty"`
+	// Cursor is the NextCursor of the previous page, with the same filter;
+	// empty asks for the first page.
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// ListOrdersRequest asks for one page of a workspace's orders, newest
+// first (POST /v1/orders/list). Every filter is optional.
+type ListOrdersRequest struct {
+	// Status keeps the orders in this state.
+	Status OrderStatus `json:"status,omitempty"`
+	// PayerID keeps the orders of this customer.
+	PayerID string `json:"payer_id,omitempty"`
+	// CreatedFrom keeps the orders created at or after it.
+	CreatedFrom time.Time `json:"created_from,omitzero"`
+	// CreatedTo keeps the orders created before it.
+	CreatedTo time.Time `json:"created_to,omitzero"`
+	// Limit is the page size, 1 to MaxListLimit; 0 means DefaultListLimit.
+	Limit int `json:"limit,omitempty"`
+	// Cursor is the NextCursor of the previous page, with the same filter;
+	// empty asks for the first page.
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// The page sizes of the list endpoints.
+const (
+	DefaultListLimit = 50
+	MaxListLimit     = 500
+)
+
+// List is one page of a list endpoint. Its JSON form is
+// {"items": [...], "next_cursor": "..." | null}.
+type List[T any] struct {
+	Items []T
+	// NextCursor asks for the following page; empty on the last page.
+	// It is opaque, and valid only for the same workspace and filter.
+	NextCursor string
+}
+
+type listJSON[T any] struct {
+	Items      []T     `json:"items"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// MarshalJSON renders {"items": [...], "next_cursor": "..." | null}.
+func (l List[T]) MarshalJSON() ([]byte, error) {
+	items := l.Items
+	if items == nil {
+		items = []T{}
+	}
+	return json.Marshal(listJSON[T]{Items: items, NextCursor: nullable(l.NextCursor)})
+}
+
+// UnmarshalJSON reads what MarshalJSON renders (for clients).
+func (l *List[T]) UnmarshalJSON(data []byte) error {
+	var j listJSON[T]
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	*l = List[T]{Items: j.Items, NextCursor: deref(j.NextCursor)}
+	return nil
+}
+
+// ListPayouts returns one page of the workspace's payouts that match req,
+// newest first. An invalid filter or limit, and a cursor that this engine
+// (or one with the same Config.CursorKey) did not issue for this workspace
+// and this filter, are ErrInvalidInput.
+func (e *Engine) ListPayouts(ctx context.Context, workspaceID string, req ListPayoutsRequest) (List[Payout], error) {
+	var v validation
+	switch req.Status {
+	case "", PayoutSubmitted, PayoutCompleted, PayoutFailed:
+	default:
+		v.add("status", "must be submitted, completed or failed")
+	}
+	f := PayoutFilter{Status: req.Status, PayerID: req.PayerID, CreatedFrom: ceilMicro(req.CreatedFrom), CreatedTo: ceilMicro(req.CreatedTo)}
+	return listPage(e, ctx, &v, "payouts", workspaceID, string(f.Status), f.PayerID, f.CreatedFrom, f.CreatedTo, req.Limit, req.Cursor,
+		func(page PageRequest) (Page[Payout], error) { return e.store.Payouts(ctx, workspaceID, f, page) })
+}
+
+// ListOrders returns one page of the workspace's orders that match req,
+// newest first, with ListPayouts's rules.
+func (e *Engine) ListOrders(ctx context.Context, workspaceID string, req ListOrdersRequest) (List[Order], error) {
+	var v validation
+	switch req.Status {
+	case "", OrderPending, OrderPaid:
+	default:
+		v.add("status", "must be pending or paid")
+	}
+	f := OrderFilter{Status: req.Status, PayerID: req.PayerID, CreatedFrom: ceilMicro(req.CreatedFrom), CreatedTo: ceilMicro(req.CreatedTo)}
+	return listPage(e, ctx, &v, "orders", workspaceID, string(f.Status), f.PayerID, f.CreatedFrom, f.CreatedTo, req.Limit, req.Cursor,
+		func(page PageRequest) (Page[Order], error) { return e.store.Orders(ctx, workspaceID, f, page) })
+}
+
+// listPage checks the rest of a list request, opens its cursor, reads the
+// page from the store and seals the next cursor.
+func listPage[T any](e *Engine, ctx context.Context, v *validation, kind, workspaceID, status, payerID string, from, to time.Time,
+	limit int, cursor string, read func(PageRequest) (Page[T], error),
+) (List[T], error) {
+	if payerID != "" {
+		checkText(v, "payer_id", payerID, true, maxText)
+	}
+	switch {
+	case limit == 0:
+		limit = DefaultListLimit
+	case limit < 1 || limit > MaxListLimit:
+		v.add("limit", "must be between 1 and "+strconv.Itoa(MaxListLimit))
+	}
+	if err := v.err(); err != nil {
+		return List[T]{}, err
+	}
+	scope := cursorScope(kind, workspaceID, status, payerID, from, to)
+	pos, err := e.openCursor(scope, cursor)
+	if err != nil {
+		return List[T]{}, err
+	}
+	page, err := listing(read(PageRequest{Limit: limit, Cursor: pos}))
+	if err != nil {
+		return List[T]{}, err
+	}
+	items := page.Items
+	if items == nil {
+		items = []T{}
+	}
+	return List[T]{Items: items, NextCursor: e.sealCursor(scope, page.Next)}, nil
+}
+
+// ceilMicro rounds t up to the microsecond, the precision of stored times:
+// a row created at a whole microsecond is at or after t exactly when it is
+// at or after ceilMicro(t), and before t exactly when it is before
+// ceilMicro(t). The zero time stays zero (no bound).
+func ceilMicro(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	t = t.UTC()
+	if c := t.Truncate(time.Microsecond); !c.Equal(t) {
+		return c.Add(time.Microsecond)
+	}
+	return t
+}
+
+// A list cursor is base64url (unpadded) of a version byte, the store's
+// position and the first 16 bytes of an HMAC-SHA256, keyed with the
+// engine's cursor key, of the scope (the listing, the workspace and the
+// filter) and the position. A cursor is therefore valid only for the
+// listing, workspace and filter it was issued for, and any change to it is
+// refused.
+const (
+	cursorVersion = 1
+	cursorMACSize = 16
+	// maxCursorLen bounds the cursors opened: the positions of the stores
+	// are a few dozen bytes.
+	maxCursorLen = 256
+)
+
+// defaultCursorKey keys cursors when Config.CursorKey is unset. It is the
+// same for every engine, so that the instances of a deployment accept each
+// other's cursors.
+var defaultCursorKey = sha256.Sum256([]byte("payoutkit list cursor key v1"))
+
+// errBadCursor is the 40000 of a cursor that is not this listing's.
+func errBadCursor() error { return invalidField("cursor", "is not a cursor of this listing") }
+
+// cursorScope encodes what a cursor is bound to, each part length-prefixed.
+func cursorScope(kind, workspaceID, status, payerID string, from, to time.Time) []byte {
+	b := []byte("payoutkit list cursor v1")
+	for _, s := range []string{kind, workspaceID, status, payerID, timeKey(from), timeKey(to)} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	return b
+}
+
+func timeKey(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(t.UnixMicro(), 10)
+}
+
+func (e *Engine) cursorMAC(scope []byte, pos []byte) []byte {
+	m := hmac.New(sha256.New, e.cursorKey)
+	m.Write(scope)
+	m.Write(pos)
+	return m.Sum(nil)[:cursorMACSize]
+}
+
+// sealCursor turns a store position into a cursor; "" stays "".
+func (e *Engine) sealCursor(scope []byte, pos string) string {
+	if pos == "" {
+		return ""
+	}
+	b := append([]byte{cursorVersion}, pos...)
+	b = append(b, e.cursorMAC(scope, []byte(pos))...)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// openCursor returns the store position of a cursor sealed for scope; ""
+// opens to "" (the first page). Anything else is a 40000 on cursor.
+func (e *Engine) openCursor(scope []byte, cursor string) (string, error) {
+	if cursor == "" {
+		return "", nil
+	}
+	if len(cursor) > maxCursorLen {
+		return "", errBadCursor()
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(cursor)
+	// The decoder skips line breaks: only the canonical spelling is accepted.
+	if err != nil || len(b) < 2+cursorMACSize || b[0] != cursorVersion || base64.RawURLEncoding.EncodeToString(b) != cursor {
+		return "", errBadCursor()
+	}
+	pos, mac := b[1:len(b)-cursorMACSize], b[len(b)-cursorMACSize:]
+	if !hmac.Equal(mac, e.cursorMAC(scope, pos)) || bytes.ContainsRune(pos, 0) {
+		return "", errBadCursor()
+	}
+	return string(pos), nil
+}
