@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"strings"
 	"time"
@@ -77,6 +78,69 @@ func (c *Client) Payout(ctx context.Context, payoutID string) (payoutkit.Payout,
 	var p payoutkit.Payout
 	_, err := c.call(ctx, http.MethodPost, "/v1/payouts/info", map[string]string{"payout_id": payoutID}, &p)
 	return p, err
+}
+
+// ListPayouts reads one page of the workspace's payouts that match req,
+// newest first. Pass the page's NextCursor as req.Cursor, with the same
+// filters, for the next page; it is empty on the last page. A cursor used
+// with other filters, or changed, is ErrInvalidInput.
+func (c *Client) ListPayouts(ctx context.Context, req payoutkit.ListPayoutsRequest) (payoutkit.List[payoutkit.Payout], error) {
+	var l payoutkit.List[payoutkit.Payout]
+	_, err := c.call(ctx, http.MethodPost, "/v1/payouts/list", req, &l)
+	return l, err
+}
+
+// AllPayouts iterates over every payout that matches req, newest first,
+// reading page after page (of req.Limit payouts, 0 for the server's
+// default) from req.Cursor on. It stops at the first error, which it yields
+// with a zero payout.
+func (c *Client) AllPayouts(ctx context.Context, req payoutkit.ListPayoutsRequest) iter.Seq2[payoutkit.Payout, error] {
+	return all(func() (payoutkit.List[payoutkit.Payout], error) {
+		l, err := c.ListPayouts(ctx, req)
+		req.Cursor = l.NextCursor
+		return l, err
+	})
+}
+
+// ListOrders reads one page of the workspace's orders that match req,
+// newest first, paged as ListPayouts is.
+func (c *Client) ListOrders(ctx context.Context, req payoutkit.ListOrdersRequest) (payoutkit.List[payoutkit.Order], error) {
+	var l payoutkit.List[payoutkit.Order]
+	_, err := c.call(ctx, http.MethodPost, "/v1/orders/list", req, &l)
+	return l, err
+}
+
+// AllOrders iterates over every order that matches req, newest first, as
+// AllPayouts does.
+func (c *Client) AllOrders(ctx context.Context, req payoutkit.ListOrdersRequest) iter.Seq2[payoutkit.Order, error] {
+	return all(func() (payoutkit.List[payoutkit.Order], error) {
+		l, err := c.ListOrders(ctx, req)
+		req.Cursor = l.NextCursor
+		return l, err
+	})
+}
+
+// all yields the items of the pages next reads, until a page without a
+// next cursor or an error.
+func all[T any](next func() (payoutkit.List[T], error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		for {
+			page, err := next()
+			if err != nil {
+				var zero T
+				yield(zero, err)
+				return
+			}
+			for _, it := range page.Items {
+				if !yield(it, nil) {
+					return
+				}
+			}
+			if page.NextCursor == "" {
+				return
+			}
+		}
+	}
 }
 
 // Balance reads the workspace's balance.

@@ -163,7 +163,7 @@ func (h *Handler) sandboxCompletePayout(w http.ResponseWriter, r *http.Request, 
 		rand.Read(b[:])
 		txid = "sandbox-" + hex.EncodeToString(b[:])
 	}
-	payout, err := h.svc.CompletePayout(r.Context(), p.WorkspaceID, id, txid)
+	payout, err := h.svc.SandboxCompletePayout(r.Context(), p.WorkspaceID, id, txid)
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func TestPayoutObjectAndLifecycle(t *testing.T) {
 	for k, want := range map[string]any{
 		"payout_id": "po-1001", "status": "submitted", "amount": "25.00", "currency": "USD",
 		"asset": "USDT", "network": "TRON", "address": tronAddr, "payer_id": "cust-42",
-		"txid": nil, "failure_reason": nil,
+		"txid": nil, "failure_reason": nil, "asset_amount": nil, "network_fee": nil,
 	} {
 		if got, ok := p[k]; !ok || got != want {
 			t.Fatalf("%s = %v, want %v (%s)", k, got, want, r.env.Data)
@@ -45,7 +45,7 @@ func TestPayoutObjectAndLifecycle(t *testing.T) {
 			t.Fatalf("%s = %q", k, ts)
 		}
 	}
-	if len(p) != 12 {
+	if len(p) != 14 {
 		t.Fatalf("payout object has %d members: %s", len(p), r.env.Data)
 	}
 	balance := func(avail, inProgress string) {
@@ -78,6 +78,11 @@ func TestPayoutObjectAndLifecycle(t *testing.T) {
 	var done payoutkit.Payout
 	if err := json.Unmarshal(r.env.Data, &done); err != nil || done.Status != payoutkit.PayoutCompleted || done.TxID != "0xabc" {
 		t.Fatalf("completed %+v %v", done, err)
+	}
+	// The sandbox reports the settlement from its rate table: USDT at 1.00,
+	// a fee of 1 USDT.
+	if !jsonHas(r.env.Data, "asset_amount", "25") || !jsonHas(r.env.Data, "network_fee", "1") {
+		t.Fatalf("completed without the sandbox's settlement: %s", r.env.Data)
 	}
 	balance("75.00", "0.00")
 	r = e.do("POST", "/v1/payouts", key, body).wantCode(t, 0)

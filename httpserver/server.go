@@ -75,10 +75,12 @@ func New(svc payoutkit.Service, opts Options) *Handler {
 	h.route("GET /v1/openapi.yaml", h.openAPI)
 	h.route("POST /v1/payouts", h.auth(h.createPayout))
 	h.route("POST /v1/payouts/info", h.auth(h.payoutInfo))
+	h.route("POST /v1/payouts/list", h.auth(h.listPayouts))
 	h.route("GET /v1/balance", h.auth(h.balance))
 	h.route("GET /v1/coins", h.auth(h.coins))
 	h.route("POST /v1/orders", h.auth(h.createOrder))
 	h.route("POST /v1/orders/info", h.auth(h.orderInfo))
+	h.route("POST /v1/orders/list", h.auth(h.listOrders))
 	if opts.Sandbox {
 		h.route("POST /v1/sandbox/orders/pay", h.auth(h.sandboxPayOrder))
 		h.route("POST /v1/sandbox/payouts/complete", h.auth(h.sandboxCompletePayout))
