@@ -38,6 +38,18 @@ type Store interface {
 
 var _ Store = payoutkit.Store(nil)
 
+// FairClaimer is a Store that can pass over some workspaces' events when
+// claiming: the dispatcher names the workspaces whose share of workers
+// (Config.MaxPerWorkspace) is busy, so that a workspace with a backlog (a
+// receiver that hangs, thousands of events due) never keeps another
+// workspace's events waiting. The stores of this module implement it; with
+// a Store that does not, a backlog can delay other workspaces.
+type FairClaimer interface {
+	// ClaimEventsExcept is ClaimEvents passing over the events of the
+	// workspaces in except.
+	ClaimEventsExcept(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]payoutkit.Event, error)
+}
+
 // PayoutHandOff gives one claimed payout to the processor and records the
 // hand-off. *payoutkit.Engine implements it with the Processor of its Config.
 type PayoutHandOff interface {
@@ -270,7 +282,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			defer close(done)
 			run(ctx, d, leased[payoutkit.PayoutLease]{
 				name: "payout hand-offs",
-				claim: func(ctx context.Context, now, until time.Time, limit int) ([]payoutkit.PayoutLease, error) {
+				claim: func(ctx context.Context, now, until time.Time, limit int, _ []string) ([]payoutkit.PayoutLease, error) {
 					return d.store.ClaimPayoutHandoffs(ctx, d.cfg.Owner, now, until, limit)
 				},
 				key: func(l payoutkit.PayoutLease) string { return l.WorkspaceID + "\x00" + l.PayoutID },
@@ -293,7 +305,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	defer func() { <-pruned }()
 	run(ctx, d, leased[payoutkit.Event]{
 		name: "events",
-		claim: func(ctx context.Context, now, until time.Time, limit int) ([]payoutkit.Event, error) {
+		claim: func(ctx context.Context, now, until time.Time, limit int, full []string) ([]payoutkit.Event, error) {
+			if fc, ok := d.store.(FairClaimer); ok && len(full) > 0 {
+				return fc.ClaimEventsExcept(ctx, d.cfg.Owner, now, until, limit, full)
+			}
 			return d.store.ClaimEvents(ctx, d.cfg.Owner, now, until, limit)
 		},
 		// One subject's events never go out in parallel; the store already

@@ -11,8 +11,10 @@ import (
 // leased is one kind of work that the dispatcher claims from the store under
 // a lease: webhook events, or payouts to hand over.
 type leased[T any] struct {
-	name  string
-	claim func(ctx context.Context, now, leaseUntil time.Time, limit int) ([]T, error)
+	name string
+	// claim leases up to limit due items, passing over those of the
+	// tenants in full where it can (they are busy with their share).
+	claim func(ctx context.Context, now, leaseUntil time.Time, limit int, full []string) ([]T, error)
 	// key groups items that must never be worked on at the same time; id
 	// names one item.
 	key, id func(T) string
@@ -108,7 +110,13 @@ func run[T any](ctx context.Context, d *Dispatcher, l leased[T]) {
 		if free := limit - len(running); free > 0 {
 			n := min(free, d.cfg.BatchSize)
 			leaseUntil := now.Add(d.cfg.Lease)
-			items, err := l.claim(ctx, now, leaseUntil, n)
+			var full []string // tenants with their share of workers
+			for tenant := range perTenant {
+				if tenantFull(tenant) {
+					full = append(full, tenant)
+				}
+			}
+			items, err := l.claim(ctx, now, leaseUntil, n, full)
 			if err != nil && ctx.Err() == nil {
 				d.quiet.log(ctx, d.log, slog.LevelWarn, "claim "+l.name, "claiming "+l.name+"; will try again", "err", err)
 			}

@@ -154,7 +154,9 @@ func TestSQLitePlans(t *testing.T) {
 			t.Errorf("%s does not use %s:\n%s", c.name, c.index, text)
 		}
 		for _, line := range plan {
-			if strings.HasPrefix(line, "SCAN ") && !strings.Contains(line, " USING ") && line != "SCAN due" {
+			// due is the claim's few materialised rows; json_each its list
+			// of workspaces to pass over.
+			if strings.HasPrefix(line, "SCAN ") && !strings.Contains(line, " USING ") && line != "SCAN due" && !strings.HasPrefix(line, "SCAN json_each") {
 				t.Errorf("%s scans a table (%s):\n%s", c.name, line, text)
 			}
 			if strings.Contains(line, "TEMP B-TREE") && !strings.HasPrefix(c.name, "claim") {

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -16,11 +17,24 @@ import (
 // several instances claim disjoint sets, and each claim sees the events
 // leased by a committed earlier claim as not due.
 func (s *Store) ClaimEvents(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.Event, error) {
+	return s.ClaimEventsExcept(ctx, owner, now, leaseUntil, limit, nil)
+}
+
+// ClaimEventsExcept implements delivery.FairClaimer: ClaimEvents passing
+// over the events of the workspaces in except.
+func (s *Store) ClaimEventsExcept(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]payoutkit.Event, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
+	exceptJSON, err := json.Marshal(except)
+	if err != nil {
+		return nil, err
+	}
+	if except == nil {
+		exceptJSON = []byte("[]")
+	}
 	evs, err := claim(ctx, s, func(sc scanner, seq *int64) (payoutkit.Event, error) { return scanEvent(sc, seq) },
-		s.q.claimEvents, s.ts(now), s.ts(leaseUntil), limit, owner)
+		s.q.claimEvents, s.ts(now), s.ts(leaseUntil), limit, owner, string(exceptJSON))
 	if err != nil {
 		return nil, translate(ctx, "claim events", err)
 	}

@@ -23,7 +23,7 @@ func queriesFor(dialect string) *queries {
 		return &queries{
 			createSchemaMigrations: `CREATE TABLE IF NOT EXISTS schema_migrations (
 				version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)`,
-			claimEvents:     fmt.Sprintf(claimEventsSQL, "FOR UPDATE OF e SKIP LOCKED"),
+			claimEvents:     fmt.Sprintf(claimEventsSQL, "SELECT jsonb_array_elements_text($5::jsonb)", "FOR UPDATE OF e SKIP LOCKED"),
 			claimHandoffs:   fmt.Sprintf(claimHandoffsSQL, "FOR UPDATE SKIP LOCKED"),
 			pgCreatePayout:  pgCreatePayoutSQL,
 			pgSettlePayout:  pgSettlePayoutSQL,
@@ -34,22 +34,24 @@ func queriesFor(dialect string) *queries {
 	return &queries{
 		createSchemaMigrations: `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`,
-		claimEvents:   fmt.Sprintf(claimEventsSQL, ""),
+		claimEvents:   fmt.Sprintf(claimEventsSQL, "SELECT value FROM json_each($5)", ""),
 		claimHandoffs: fmt.Sprintf(claimHandoffsSQL, ""),
 	}
 }
 
-// Claims: $1 now, $2 lease until, $3 limit, $4 owner. Due events are read
-// soonest due first through events_due, so a backlog waiting for its
-// retries costs nothing. An event is a candidate only when no earlier
-// event of its subject is pending, whether or not that one is due, so that
-// a subject's events go out in order. Every pending event has a
-// next_attempt_at.
+// Claims: $1 now, $2 lease until, $3 limit, $4 owner; for events, $5 a
+// JSON array of the workspaces to pass over. Due events are read soonest
+// due first through events_due, so a backlog waiting for its retries costs
+// nothing; passing over a workspace costs a scan of its due events. An
+// event is a candidate only when no earlier event of its subject is
+// pending, whether or not that one is due, so that a subject's events go
+// out in order. Every pending event has a next_attempt_at.
 const claimEventsSQL = `WITH due AS MATERIALIZED (
 	SELECT e.seq FROM events e
 	WHERE e.state = 'pending'
 		AND e.next_attempt_at <= $1
 		AND (e.lease_until IS NULL OR e.lease_until <= $1)
+		AND e.workspace_id NOT IN (%s)
 		AND NOT EXISTS (
 			SELECT 1 FROM events b
 			WHERE b.state = 'pending' AND b.workspace_id = e.workspace_id AND b.subject = e.subject AND b.seq < e.seq)

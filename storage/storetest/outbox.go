@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"testing"
@@ -212,6 +213,38 @@ func testOutbox(t *testing.T, open Open) {
 		}
 		if len(seen) != 6 {
 			t.Fatalf("claimed %d distinct events; want 6", len(seen))
+		}
+	})
+
+	// A dispatcher passes over the workspaces whose share of workers is
+	// busy, so that one workspace's backlog never delays another's.
+	t.Run("ClaimEventsExcept", func(t *testing.T) {
+		e := newEnv(t, open)
+		claimer, ok := e.store.(interface {
+			ClaimEventsExcept(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]payoutkit.Event, error)
+		})
+		if !ok {
+			t.Skip("the store does not implement delivery.FairClaimer")
+		}
+		a, b := e.workspace().Workspace.ID, e.workspace().Workspace.ID
+		e.fund(a, "10.00")
+		for i := range 3 {
+			must[payoutkit.Payout](t)(first(e.payout(a, "po-"+string(rune('a'+i)), "1.00")))
+		}
+		e.fund(b, "10.00") // after all of a's events
+		now := time.Now().Add(time.Minute)
+		got := must[[]payoutkit.Event](t)(claimer.ClaimEventsExcept(e.ctx, "A", now, now.Add(time.Minute), 2, []string{a}))
+		if len(got) != 1 || got[0].WorkspaceID != b || got[0].Type != payoutkit.EventOrderPaid {
+			t.Fatalf("claim passing over %s = %s; want b's order.paid alone", a, subjects(got))
+		}
+		got = must[[]payoutkit.Event](t)(claimer.ClaimEventsExcept(e.ctx, "A", now, now.Add(time.Minute), 10, nil))
+		if len(got) != 4 {
+			t.Fatalf("claim passing over nothing = %s; want a's 4 events", subjects(got))
+		}
+		for _, ev := range got {
+			if ev.WorkspaceID != a {
+				t.Fatalf("claimed %s of another workspace", ev.ID)
+			}
 		}
 	})
 }
