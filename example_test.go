@@ -83,3 +83,39 @@ func ExampleEngine_Authenticate() {
 	// true <nil>
 	// 40100 missing or malformed API key
 }
+
+// Listing payouts newest first, one page at a time: each page's NextCursor,
+// sent back with the same filter, asks for the next one.
+func ExampleEngine_ListPayouts() {
+	ctx := context.Background()
+	eng, _ := payoutkit.New(memstore.New(), nil)
+	nw, _ := eng.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Acme"})
+	ws := nw.Workspace.ID
+	eng.CreateOrder(ctx, ws, payoutkit.CreateOrderRequest{OrderID: "ord-1", Amount: "100.00"})
+	eng.MarkOrderPaid(ctx, ws, "ord-1")
+	for _, id := range []string{"po-1", "po-2", "po-3"} {
+		eng.CreatePayout(ctx, ws, payoutkit.CreatePayoutRequest{
+			PayoutID: id, Amount: "10.00", Asset: "USDT", Network: "TRON",
+			Address: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", PayerID: "cust-42",
+		})
+	}
+
+	req := payoutkit.ListPayoutsRequest{PayerID: "cust-42", Limit: 2}
+	for {
+		page, err := eng.ListPayouts(ctx, ws, req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, p := range page.Items {
+			fmt.Println(p.PayoutID, p.Status, p.Amount)
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		req.Cursor = page.NextCursor
+	}
+	// Output:
+	// po-3 submitted 10.00
+	// po-2 submitted 10.00
+	// po-1 submitted 10.00
+}
