@@ -126,8 +126,8 @@ func TestSandboxCompletion(t *testing.T) {
 		return d.Decimal.String()
 	}
 	for _, c := range []struct {
-		coin        payoutkit.Coin
-		amount      payoutkit.Amount
+		coin       payoutkit.Coin
+		amount     payoutkit.Amount
 		asset, fee string
 	}{
 		{coin("USDT", "TRON"), 25_00, "25", "1"},
