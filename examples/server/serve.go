@@ -46,6 +46,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	logFormat := fs.String("log-format", "json", "log lines as `json` or text")
 	retention := fs.Duration("event-retention", delivery.DefaultRetention, "delete delivered webhook events recorded longer ago than this `duration` (negative: keep all)")
 	lease := fs.Duration("delivery-lease", time.Minute, "how long a webhook event or payout hand-off claimed by this instance stays reserved to it; another instance takes it over this `duration` after this one dies (at least 2s; under 20s shortens the webhook timeout to half of it)")
+	coinsFile := fs.String("coins", "", "JSON `file` listing the payout coins with their decimals and limits, replacing the default list")
 	if err := parseFlags(fs, args, nil); err != nil {
 		return err
 	}
@@ -64,6 +65,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usagef("-delivery-lease must be at least 2s")
 	}
 
+	coins, err := loadCoins(*coinsFile)
+	if err != nil {
+		return err
+	}
+
 	log := newLogger(stderr, *logFormat)
 	store, err := openStore(ctx, *dsn, log)
 	if err != nil {
@@ -76,6 +82,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg := &payoutkit.Config{Logger: log, PasswordCost: passwordCost, SecretKeys: keys}
+	cfg.Coins = coins // nil: the default list
 	if *sandbox {
 		// Payouts reach it through the dispatcher's hand-off loop below.
 		cfg.Processor = &payoutkit.SandboxProcessor{SettleAfter: *settleAfter}
