@@ -37,10 +37,14 @@ var walkthrough = []struct {
 		map[string]any{"payout_id": "po-1001", "status": "submitted"}},
 	{"The balance: debited, in progress", "GET", "/v1/balance", "", map[string]any{"available": "75.00", "in_progress": "25.00"}},
 	{"Complete it (sandbox)", "POST", "/v1/sandbox/payouts/complete", `{"payout_id":"po-1001","txid":"0xsandbox1"}`,
-		map[string]any{"payout_id": "po-1001", "status": "completed", "txid": "0xsandbox1"}},
+		map[string]any{"payout_id": "po-1001", "status": "completed", "txid": "0xsandbox1", "asset_amount": "25", "network_fee": "1"}},
 	{"Poll it again", "POST", "/v1/payouts/info", `{"payout_id":"po-1001"}`,
 		map[string]any{"status": "completed", "txid": "0xsandbox1"}},
 	{"The balance: the money left", "GET", "/v1/balance", "", map[string]any{"available": "75.00", "in_progress": "0.00"}},
+	{"List the completed payouts", "POST", "/v1/payouts/list", `{"status":"completed","created_from":"2026-01-01T00:00:00Z","limit":20}`,
+		map[string]any{"next_cursor": nil}},
+	{"List the customer's orders", "POST", "/v1/orders/list", `{"payer_id":"cust-42"}`,
+		map[string]any{"next_cursor": nil}},
 }
 
 // curl renders a step as the README shows it.
