@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/portal"
 )
@@ -298,7 +300,8 @@ func TestPages(t *testing.T) {
 	h.payout(ws, "po-1", "10.00", "alice")
 	h.payout(ws, "po-2", "20.00", "bob")
 	h.payout(ws, "po-3", "5.50", "bob")
-	if _, err := h.engine.CompletePayout(h.ctx, ws, "po-1", "0xabc"); err != nil {
+	if _, err := h.engine.CompletePayoutWith(h.ctx, ws, "po-1", payoutkit.Completion{TxID: "0xabc",
+		AssetAmount: decimal.NewNullDecimal(decimal.RequireFromString("9.990000")), NetworkFee: decimal.NewNullDecimal(decimal.New(1, -6))}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.engine.FailPayout(h.ctx, ws, "po-2", "address frozen"); err != nil {
@@ -340,7 +343,9 @@ func TestPages(t *testing.T) {
 
 	b.get("/withdrawals/po-2").wantStatus(t, http.StatusOK).wantContains(t,
 		"<title>Withdrawal po-2 · payoutkit</title>", "address frozen", tronAddress, "payout.submitted", "payout.failed", "20.00")
-	b.get("/withdrawals/po-1").wantContains(t, "0xabc", `data-field="txid">0xabc`)
+	b.get("/withdrawals/po-1").wantContains(t, "0xabc", `data-field="txid">0xabc`,
+		`data-field="asset_amount">9.99<`, `data-field="network_fee">0.000001<`)
+	b.get("/withdrawals/po-2").wantContains(t, `data-field="asset_amount">—<`, `data-field="network_fee">—<`)
 	b.get("/withdrawals/nope").wantStatus(t, http.StatusNotFound)
 	b.get("/withdrawals/..%2f..%2fetc").wantStatus(t, http.StatusNotFound)
 

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/payoutkit/payoutkit"
 )
 
@@ -38,6 +40,14 @@ func parsePages() *pages {
 
 var funcs = template.FuncMap{
 	"money": func(a payoutkit.Amount) string { return a.String() },
+	// units renders an amount in an asset's units as the API does, or a
+	// dash while unset.
+	"units": func(d decimal.NullDecimal) string {
+		if !d.Valid {
+			return "—"
+		}
+		return d.Decimal.String()
+	},
 	"iso": func(t time.Time) string {
 		if t.IsZero() {
 			return ""
