@@ -153,7 +153,8 @@ func TestOverdraft(t *testing.T) {
 }
 
 func TestErrorTable40100(t *testing.T) {
-	e := newEnv(t, httpserver.Options{Sandbox: true})
+	// Well over 20 failures from one address: the failure limit is off.
+	e := newEnv(t, httpserver.Options{Sandbox: true, AuthFailureLimit: -1})
 	ws, key := e.workspace()
 	other, err := e.engine.CreateAPIKey(context.Background(), ws)
 	if err != nil {
@@ -397,7 +398,7 @@ func TestErrorTable42900(t *testing.T) {
 	if got := r.header.Get("Retry-After"); got != "2" {
 		t.Fatalf("Retry-After %q, want 2", got)
 	}
-	// Another key has its own bucket.
+	// Another workspace has its own bucket.
 	e.do("GET", "/v1/balance", key2, nil).wantCode(t, 0)
 	// Unauthenticated requests are refused for the key, not counted.
 	e.do("GET", "/v1/balance", "", nil).wantCode(t, 40100)

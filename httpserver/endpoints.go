@@ -3,6 +3,7 @@ package httpserver
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net/http"
 
 	"github.com/payoutkit/payoutkit"
@@ -12,31 +13,52 @@ import (
 type endpoint func(w http.ResponseWriter, r *http.Request, p payoutkit.Principal) error
 
 // auth authenticates the request by its Authorization header alone (a
-// cookie never authenticates on /v1), applies the rate limit of the key, and
-// calls next.
+// cookie never authenticates on /v1), applies the rate limit of the
+// workspace, and calls next. A client address with too many failed
+// authentications is refused first, without asking the service.
 func (h *Handler) auth(next endpoint) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		values := r.Header.Values("Authorization")
-		switch {
-		case len(values) == 0 && r.Header.Get("Cookie") != "":
-			return errorf(payoutkit.CodeUnauthorized, "an API key is required: a portal session cannot call /v1")
-		case len(values) == 0:
-			return errorf(payoutkit.CodeUnauthorized, "missing API key")
-		case len(values) > 1:
-			return errorf(payoutkit.CodeUnauthorized, "more than one Authorization header")
+		var client string
+		if h.failures != nil {
+			client = clientKey(h.client(r))
+			if blocked, wait := h.failures.blocked(client); blocked {
+				return &rateLimited{retryAfter: wait, message: "too many failed authentications from this address; retry later"}
+			}
 		}
-		p, err := h.svc.Authenticate(r.Context(), values[0])
+		p, err := h.authenticate(r)
 		if err != nil {
+			if h.failures != nil && errors.Is(err, payoutkit.ErrUnauthorized) {
+				if nowBlocked, wait := h.failures.failed(client); nowBlocked {
+					ri := info(r)
+					ri.log.WarnContext(r.Context(), "too many failed authentications: refusing the client address",
+						"request_id", ri.id, "client", client, "retry_after", wait)
+				}
+			}
 			return err
 		}
 		info(r).principal = p
 		if h.limiter != nil {
-			if ok, wait := h.limiter.allow(p.KeyPrefix); !ok {
+			if ok, wait := h.limiter.allow(p.WorkspaceID); !ok {
 				return &rateLimited{retryAfter: wait}
 			}
 		}
 		return next(w, r, p)
 	}
+}
+
+// authenticate resolves the request's single Authorization header; every
+// failure matches payoutkit.ErrUnauthorized.
+func (h *Handler) authenticate(r *http.Request) (payoutkit.Principal, error) {
+	values := r.Header.Values("Authorization")
+	switch {
+	case len(values) == 0 && r.Header.Get("Cookie") != "":
+		return payoutkit.Principal{}, errorf(payoutkit.CodeUnauthorized, "an API key is required: a portal session cannot call /v1")
+	case len(values) == 0:
+		return payoutkit.Principal{}, errorf(payoutkit.CodeUnauthorized, "missing API key")
+	case len(values) > 1:
+		return payoutkit.Principal{}, errorf(payoutkit.CodeUnauthorized, "more than one Authorization header")
+	}
+	return h.svc.Authenticate(r.Context(), values[0])
 }
 
 func (h *Handler) createPayout(w http.ResponseWriter, r *http.Request, p payoutkit.Principal) error {

@@ -1,6 +1,7 @@
 package httpserver
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -27,7 +28,10 @@ func errorf(code payoutkit.Code, message string) *payoutkit.Error {
 }
 
 // rateLimited is a 42900 that knows its Retry-After.
-type rateLimited struct{ retryAfter time.Duration }
+type rateLimited struct {
+	retryAfter time.Duration
+	message    string // defaults to "rate limit exceeded; retry later"
+}
 
 func (e *rateLimited) Error() string { return "rate limit exceeded" }
 
@@ -49,7 +53,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &rl):
 		secs := int64((rl.retryAfter + time.Second - 1) / time.Second)
 		w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
-		env.Code, env.Message = payoutkit.CodeRateLimited, "rate limit exceeded; retry later"
+		env.Code, env.Message = payoutkit.CodeRateLimited, cmp.Or(rl.message, "rate limit exceeded; retry later")
 	case errors.As(err, &mbe):
 		env.Code, env.Message = payoutkit.CodeTooLarge, "request body is larger than 64 KiB"
 	case errors.As(err, &perr) && validCode(perr.Code):

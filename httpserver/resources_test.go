@@ -356,7 +356,8 @@ func TestConcurrentIdenticalCreates(t *testing.T) {
 }
 
 func TestHeaderAbuseNever500(t *testing.T) {
-	e := newEnv(t, httpserver.Options{Sandbox: true, RateLimit: 1000})
+	// Many failures from one address: the failure limit is off.
+	e := newEnv(t, httpserver.Options{Sandbox: true, RateLimit: 1000, AuthFailureLimit: -1})
 	_, key := e.workspace()
 	headers := [][]string{
 		{"Authorization", "Bearer " + key, "Authorization", "x"},

@@ -1,6 +1,7 @@
 // Package httpserver serves the payoutkit /v1 HTTP API (the wire contract) over
 // any payoutkit.Service: the JSON envelope, API-key authentication, body
-// limits, request ids, an optional per-key rate limit, request logs, and the
+// limits, request ids, an optional per-workspace rate limit, a limit on
+// failed authentications per client address, request logs, and the
 // sandbox endpoints when enabled.
 //
 // Mount the handler returned by New on an http.Server, or under a prefix of a
@@ -8,6 +9,7 @@
 package httpserver
 
 import (
+	"cmp"
 	_ "embed"
 	"log/slog"
 	"net/http"
@@ -38,14 +40,37 @@ type Options struct {
 	// and /v1/sandbox/payouts/fail, which settle orders and payouts by hand.
 	// Defaults to false: those paths are 40400.
 	Sandbox bool
-	// RateLimit is the number of requests per second allowed per API key
-	// (by key prefix), as a token bucket; excess requests get 42900 with a
-	// Retry-After header. Defaults to 0: no limit.
+	// RateLimit is the number of requests per second allowed per
+	// workspace, whichever of its API keys they use (so that more keys do
+	// not buy more rate), as a token bucket; excess requests get 42900 with
+	// a Retry-After header. Defaults to 0: no limit.
 	RateLimit float64
 	// RateBurst is the bucket size of the rate limit. Defaults to RateLimit
 	// rounded up, and at least 1.
 	RateBurst int
-	// Now is the clock of the rate limiter. Defaults to time.Now.
+	// AuthFailureLimit is how many failed authentications (40100) one
+	// client address may make per AuthFailureWindow, as a token bucket.
+	// Beyond it, every request of that address that needs a key is answered
+	// 42900 with a Retry-After header, before its key is looked up, so that
+	// guessing keys costs the database nothing. Successful requests never
+	// count. IPv6 addresses count by their /64. Concurrent requests may
+	// overshoot the limit by the number in flight. Defaults to
+	// DefaultAuthFailureLimit (20); a negative value turns it off.
+	AuthFailureLimit int
+	// AuthFailureWindow is the window of AuthFailureLimit. Defaults to
+	// DefaultAuthFailureWindow (1 minute).
+	AuthFailureWindow time.Duration
+	// AuthFailureAddresses bounds the client addresses the limit tracks at
+	// once (about 150 bytes each); a new one evicts the address whose last
+	// failure is the oldest. Defaults to DefaultAuthFailureAddresses (16384).
+	AuthFailureAddresses int
+	// ClientAddress returns a request's client address for
+	// AuthFailureLimit. Defaults to the host of r.RemoteAddr. Behind a
+	// reverse proxy every client has the proxy's address: return the one
+	// the proxy reports (from a header only the proxy can set), or turn the
+	// limit off.
+	ClientAddress func(r *http.Request) string
+	// Now is the clock of the rate limiters. Defaults to time.Now.
 	Now func() time.Time
 }
 
@@ -56,6 +81,10 @@ type Handler struct {
 	mux     *http.ServeMux
 	allow   map[string][]string // path → methods, for 405 and Allow
 	limiter *limiter
+	// failures limits failed authentications per client address; nil
+	// when off.
+	failures *failureLimiter
+	client   func(*http.Request) string
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -71,6 +100,16 @@ func New(svc payoutkit.Service, opts Options) *Handler {
 	h := &Handler{svc: svc, log: opts.Logger, mux: http.NewServeMux(), allow: make(map[string][]string)}
 	if opts.RateLimit > 0 {
 		h.limiter = newLimiter(opts.RateLimit, opts.RateBurst, opts.Now)
+	}
+	if opts.AuthFailureLimit >= 0 {
+		h.failures = newFailureLimiter(
+			cmp.Or(opts.AuthFailureLimit, DefaultAuthFailureLimit),
+			cmp.Or(max(opts.AuthFailureWindow, 0), DefaultAuthFailureWindow),
+			cmp.Or(max(opts.AuthFailureAddresses, 0), DefaultAuthFailureAddresses), opts.Now)
+		h.client = opts.ClientAddress
+		if h.client == nil {
+			h.client = remoteHost
+		}
 	}
 	h.route("GET /v1/openapi.yaml", h.openAPI)
 	h.route("POST /v1/payouts", h.auth(h.createPayout))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -40,7 +41,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	dsn := fs.String("db", "./payoutkit.db", "database: a SQLite file `path` or a postgres:// URL")
 	sandbox := fs.Bool("sandbox", true, "serve the /v1/sandbox endpoints, move no real money, and deliver webhooks to private addresses")
 	settleAfter := fs.Duration("sandbox-settle-after", 0, "complete sandbox payouts by themselves after this `duration` (0: only by hand)")
-	rateLimit := fs.Float64("rate-limit", 0, "requests per second allowed per API key (0: no limit)")
+	rateLimit := fs.Float64("rate-limit", 0, "requests per second allowed per workspace, whichever of its API keys they use (0: no limit)")
+	authFailures := fs.Int("auth-failure-limit", httpserver.DefaultAuthFailureLimit, "failed authentications allowed per minute per client address before it is answered 42900 without a key lookup (0: no limit)")
 	allowPrivate := fs.Bool("webhook-allow-private", false, "deliver webhooks to loopback and private addresses outside the sandbox too")
 	withPortal := fs.Bool("portal", true, "serve the staff portal at / beside /v1")
 	logFormat := fs.String("log-format", "json", "log lines as `json` or text")
@@ -57,6 +59,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usagef("-sandbox-settle-after needs -sandbox")
 	case math.IsNaN(*rateLimit) || *rateLimit < 0 || *rateLimit > 1e6 || (*rateLimit > 0 && *rateLimit < 0.001):
 		return usagef("-rate-limit must be 0 (off) or between 0.001 and 1000000 requests per second")
+	case *authFailures < 0:
+		return usagef("-auth-failure-limit must not be negative (0 turns it off)")
 	case *logFormat != "json" && *logFormat != "text":
 		return usagef("-log-format must be json or text")
 	case *retention == 0:
@@ -113,6 +117,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	var handler http.Handler = httpserver.New(engine, httpserver.Options{
 		Logger: log, Sandbox: *sandbox, RateLimit: *rateLimit,
+		AuthFailureLimit: cmp.Or(*authFailures, -1), // 0 (off) is negative for httpserver
 	})
 	var site http.Handler // nil: no portal, the API answers 40400
 	if *withPortal {
@@ -142,7 +147,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("serving", "addr", ln.Addr().String(), "sandbox", *sandbox, "portal", *withPortal,
-		"sandbox_settle_after", settleAfter.String(), "rate_limit", *rateLimit, "db", describeDSN(*dsn),
+		"sandbox_settle_after", settleAfter.String(), "rate_limit", *rateLimit, "auth_failure_limit", *authFailures, "db", describeDSN(*dsn),
 		"webhook_secrets_sealed_with", keys.CurrentKeyID())
 	if listening != nil {
 		listening(ln.Addr())
