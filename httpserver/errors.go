@@ -58,6 +58,13 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		env.Code, env.Message = payoutkit.CodeTooLarge, "request body is larger than 64 KiB"
 	case errors.As(err, &perr) && validCode(perr.Code):
 		env.Code, env.Message, env.Errors = perr.Code, perr.Message, perr.Fields
+	case r.Context().Err() != nil && errors.Is(err, r.Context().Err()):
+		// The client went away (or the server is shutting down) before the
+		// answer: nobody reads it, and nothing is wrong with the server. A
+		// payout's outcome is then unknown to the client, which asks again
+		// with the same payout_id.
+		ri := info(r)
+		ri.log.InfoContext(r.Context(), "request cancelled before its answer", "request_id", ri.id, "err", err)
 	default:
 		ri := info(r)
 		ri.log.ErrorContext(r.Context(), "internal error", "request_id", ri.id, "err", err)

@@ -110,7 +110,7 @@ func (h *Handler) finish(rec *recorder, r *http.Request) {
 		attrs = append(attrs, slog.String("workspace_id", ri.principal.WorkspaceID), slog.String("key_prefix", ri.principal.KeyPrefix))
 	}
 	level := slog.LevelInfo
-	if status >= 500 {
+	if status >= 500 && r.Context().Err() == nil { // not a client that went away
 		level = slog.LevelError
 	}
 	ri.log.LogAttrs(r.Context(), level, "request", attrs...)
