@@ -26,6 +26,8 @@ var fuzzRoutes = []struct{ method, path string }{
 	{"GET", "/v1/coins"},
 	{"PUT", "/v1/payouts"},
 	{"POST", "/v1/nope"},
+	{"POST", "/v1/payouts/list"},
+	{"POST", "/v1/orders/list"},
 }
 
 // FuzzHandler feeds raw bodies to the endpoints of a real engine and checks
@@ -44,6 +46,8 @@ func FuzzHandler(f *testing.F) {
 		`{"payout_id":"a","payout_id":"b"}`,
 		`[]`, `null`, ``, `{`, `{"a":"\ud800"}`, "{\"payout_id\":\"\xff\"}",
 		`{"order_id":"or-2","amount":"1000000000.00","description":"` + "\u2028" + `"}`,
+		`{"status":"submitted","payer_id":"p","created_from":"2026-11-22T10:00:00Z","created_to":"2126-01-01T00:00:00.5+01:00","limit":1}`,
+		`{"limit":500,"cursor":"AQ"}`, `{"limit":1e400}`, `{"created_to":"0000-01-01T00:00:00Z","created_from":"9999-12-31T23:59:59.999999999Z"}`,
 	}
 	for i, s := range seeds {
 		f.Add(uint8(i), []byte(s))
