@@ -99,7 +99,7 @@ func (e *Engine) ListPayouts(ctx context.Context, workspaceID string, req ListPa
 		v.add("status", "must be submitted, completed or failed")
 	}
 	f := PayoutFilter{Status: req.Status, PayerID: req.PayerID, CreatedFrom: ceilMicro(req.CreatedFrom), CreatedTo: ceilMicro(req.CreatedTo)}
-	return listPage(e, ctx, &v, "payouts", workspaceID, string(f.Status), f.PayerID, f.CreatedFrom, f.CreatedTo, req.Limit, req.Cursor,
+	return listPage(ctx, e, &v, "payouts", workspaceID, string(f.Status), f.PayerID, f.CreatedFrom, f.CreatedTo, req.Limit, req.Cursor,
 		func(page PageRequest) (Page[Payout], error) { return e.store.Payouts(ctx, workspaceID, f, page) })
 }
 
@@ -113,13 +113,13 @@ func (e *Engine) ListOrders(ctx context.Context, workspaceID string, req ListOrd
 		v.add("status", "must be pending or paid")
 	}
 	f := OrderFilter{Status: req.Status, PayerID: req.PayerID, CreatedFrom: ceilMicro(req.CreatedFrom), CreatedTo: ceilMicro(req.CreatedTo)}
-	return listPage(e, ctx, &v, "orders", workspaceID, string(f.Status), f.PayerID, f.CreatedFrom, f.CreatedTo, req.Limit, req.Cursor,
+	return listPage(ctx, e, &v, "orders", workspaceID, string(f.Status), f.PayerID, f.CreatedFrom, f.CreatedTo, req.Limit, req.Cursor,
 		func(page PageRequest) (Page[Order], error) { return e.store.Orders(ctx, workspaceID, f, page) })
 }
 
 // listPage checks the rest of a list request, opens its cursor, reads the
 // page from the store and seals the next cursor.
-func listPage[T any](e *Engine, ctx context.Context, v *validation, kind, workspaceID, status, payerID string, from, to time.Time,
+func listPage[T any](ctx context.Context, e *Engine, v *validation, kind, workspaceID, status, payerID string, from, to time.Time,
 	limit int, cursor string, read func(PageRequest) (Page[T], error),
 ) (List[T], error) {
 	if payerID != "" {
