@@ -23,6 +23,9 @@ type requestInfo struct {
 	log       *slog.Logger
 	principal payoutkit.Principal
 	route     string // the matched path, or "" for an unknown one
+	// pattern is the route that serves the request, "METHOD /path", or ""
+	// when none does.
+	pattern string
 }
 
 type ctxKey struct{}
@@ -97,13 +100,17 @@ func (h *Handler) finish(rec *recorder, r *http.Request) {
 	if status == 0 {
 		status = http.StatusOK
 	}
+	d := time.Since(ri.start)
+	if h.observe != nil {
+		h.observe(ri.pattern, rec.code, d)
+	}
 	attrs := []slog.Attr{
 		slog.String("request_id", ri.id),
 		slog.String("method", safeMethod(r.Method)),
 		slog.String("path", path),
 		slog.Int("status", status),
 		slog.Int("code", int(rec.code)),
-		slog.Duration("duration", time.Since(ri.start)),
+		slog.Duration("duration", d),
 		slog.Int64("bytes", rec.bytes),
 	}
 	if ri.principal.WorkspaceID != "" {

@@ -72,6 +72,16 @@ type Options struct {
 	ClientAddress func(r *http.Request) string
 	// Now is the clock of the rate limiters. Defaults to time.Now.
 	Now func() time.Time
+	// ObserveRequest, when set, is called once per request after its
+	// answer is written (beside the request's log line), for metrics.
+	// route is the matched pattern with its method, such as
+	// "POST /v1/payouts" (a HEAD request counts under its GET route), or ""
+	// when the path or the method matched no route (40400, 40500), so that
+	// it never carries a raw path; code is the envelope code written (0 for
+	// a success); d is the time from the request's arrival at the handler to
+	// the end of its answer. It is called from the requests' goroutines,
+	// concurrently, and must return quickly. Defaults to nil.
+	ObserveRequest func(route string, code payoutkit.Code, d time.Duration)
 }
 
 // Handler is the /v1 API. It is safe for concurrent use.
@@ -85,6 +95,7 @@ type Handler struct {
 	// when off.
 	failures *failureLimiter
 	client   func(*http.Request) string
+	observe  func(route string, code payoutkit.Code, d time.Duration)
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -97,7 +108,7 @@ func New(svc payoutkit.Service, opts Options) *Handler {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	h := &Handler{svc: svc, log: opts.Logger, mux: http.NewServeMux(), allow: make(map[string][]string)}
+	h := &Handler{svc: svc, log: opts.Logger, mux: http.NewServeMux(), allow: make(map[string][]string), observe: opts.ObserveRequest}
 	if opts.RateLimit > 0 {
 		h.limiter = newLimiter(opts.RateLimit, opts.RateBurst, opts.Now)
 	}
@@ -166,6 +177,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(rec, r, errorf(payoutkit.CodeMethodNotAllowed, "method "+safeMethod(r.Method)+" is not allowed here; use "+methods[0]))
 		return
 	}
+	method := r.Method
+	if method == http.MethodHead {
+		method = http.MethodGet // served by the GET route
+	}
+	info(r).pattern = method + " " + r.URL.Path
 	h.mux.ServeHTTP(rec, r)
 }
 
