@@ -178,7 +178,11 @@ func (c *committer) loop() {
 				}
 			}
 			if len(batch) > 0 {
+				start := time.Now()
 				c.run(batch)
+				if fn := c.s.observeCommit; fn != nil {
+					fn(len(batch), time.Since(start))
+				}
 			}
 			clear(batch) // let the requests go
 		case <-c.quit:

@@ -79,6 +79,8 @@ type Store struct {
 	// workspace.
 	committers []*committer
 	batch      *committer
+	// observeCommit is WithCommitObserver's function, or nil.
+	observeCommit func(writes int, d time.Duration)
 }
 
 var _ payoutkit.Store = (*Store)(nil)
@@ -87,9 +89,10 @@ var _ payoutkit.Store = (*Store)(nil)
 type Option func(*config)
 
 type config struct {
-	logger      *slog.Logger
-	maxConns    int
-	busyTimeout time.Duration
+	logger        *slog.Logger
+	maxConns      int
+	busyTimeout   time.Duration
+	observeCommit func(writes int, d time.Duration)
 }
 
 // WithLogger sets where the store logs (migrations, mostly). Defaults to
@@ -122,6 +125,18 @@ func WithBusyTimeout(d time.Duration) Option {
 			c.busyTimeout = d
 		}
 	}
+}
+
+// WithCommitObserver has fn told of every group-commit transaction, for
+// metrics: writes is how many writes the transaction carried (1 to 256) and
+// d how long it took from BEGIN until every writer was answered (on
+// PostgreSQL including, after an error, running its writes again one by
+// one). fn runs on the committer's goroutine, which every writer waits on:
+// it must return quickly. On PostgreSQL several committers call it
+// concurrently. Administrative writes, which have transactions of their
+// own, are not reported. Defaults to none.
+func WithCommitObserver(fn func(writes int, d time.Duration)) Option {
+	return func(c *config) { c.observeCommit = fn }
 }
 
 // Open opens (creating if needed) and migrates the database named by dsn: a
@@ -288,7 +303,7 @@ func openSQLite(ctx context.Context, dsn string, cfg config) (*Store, error) {
 }
 
 func newStore(dialect string, w, r *bun.DB, cfg config, name string) *Store {
-	return &Store{dialect: dialect, w: w, r: r, log: cfg.logger, name: name, q: queriesFor(dialect)}
+	return &Store{dialect: dialect, w: w, r: r, log: cfg.logger, name: name, q: queriesFor(dialect), observeCommit: cfg.observeCommit}
 }
 
 // ownedSQLiteParams are the DSN parameters the store sets itself on SQLite:
