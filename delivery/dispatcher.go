@@ -131,6 +131,15 @@ type Config struct {
 	RetentionInterval time.Duration
 	// Logger receives the dispatcher's logs. Defaults to slog.Default().
 	Logger *slog.Logger
+	// ObserveAttempt, when set, is told of every delivery attempt this
+	// dispatcher recorded, for metrics: a is the attempt, next the event's
+	// state after it (DeliveryDelivered; DeliveryPending when it will be
+	// retried; DeliveryFailed when the dispatcher gave up, including an
+	// event whose workspace's webhook URL was removed). Attempts that were
+	// not recorded (cut short by a stop, a lease lost, a store error) are
+	// not reported. It runs on the delivery workers, concurrently, and must
+	// return quickly. Defaults to nil.
+	ObserveAttempt func(a payoutkit.DeliveryAttempt, next payoutkit.EventDelivery)
 }
 
 // DefaultRetention is how long delivered events are kept by default.
@@ -472,6 +481,9 @@ func (d *Dispatcher) deliver(ctx context.Context, ev payoutkit.Event, _ time.Tim
 		d.quiet.log(ctx, log, slog.LevelWarn, "record", "recording a delivery attempt; the event will be attempted again after the lease",
 			"attempt", a.Attempt, "err", rerr)
 		return time.Time{}
+	}
+	if d.cfg.ObserveAttempt != nil {
+		d.cfg.ObserveAttempt(a, next)
 	}
 	switch next.State {
 	case payoutkit.DeliveryDelivered:
