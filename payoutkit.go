@@ -90,6 +90,15 @@ type Config struct {
 	// them. Defaults to nil: secrets are stored plain, and a sealed one read
 	// back is an error matching ErrSealKeyMissing.
 	SecretKeys *KeyRing
+	// ObservePayout, when set, is told of every payout change this engine
+	// made, once it is stored, for metrics: p is the payout after the
+	// change, submitted when CreatePayout created it (not for a replay),
+	// completed or failed when this engine settled it (CompletePayout,
+	// CompletePayoutWith, FailPayout, SandboxCompletePayout, a processor's
+	// settlement). Changes refused or made by another engine on the same
+	// store are not reported. It runs on the caller's goroutine,
+	// concurrently, and must return quickly. Defaults to nil.
+	ObservePayout func(p Payout)
 }
 
 func (c *Config) withDefaults() *Config {
@@ -143,6 +152,8 @@ type Engine struct {
 	dummyHash func() []byte
 	// keys seals and opens webhook secrets; nil stores them plain.
 	keys *KeyRing
+	// observePayout is Config.ObservePayout, or nil.
+	observePayout func(Payout)
 }
 
 var _ Service = (*Engine)(nil)
@@ -174,6 +185,7 @@ func New(store Store, cfg *Config) (*Engine, error) {
 		signInMaxFailures: cfg.SignInMaxFailures,
 		signInWindow:      cfg.SignInWindow,
 		keys:              cfg.SecretKeys,
+		observePayout:     cfg.ObservePayout,
 		dummyHash: sync.OnceValue(func() []byte {
 			h, _ := bcrypt.GenerateFromPassword([]byte(randomBase62(20)), cfg.PasswordCost)
 			return h

@@ -181,6 +181,9 @@ func (e *Engine) CreatePayout(ctx context.Context, workspaceID string, req Creat
 	case !created:
 		return replayPayout(stored, p)
 	}
+	if e.observePayout != nil {
+		e.observePayout(stored)
+	}
 	return stored, false, nil
 }
 
@@ -362,6 +365,9 @@ func (e *Engine) settle(ctx context.Context, workspaceID, payoutID string, apply
 			}
 		}
 		return Payout{}, err
+	}
+	if e.observePayout != nil {
+		e.observePayout(p)
 	}
 	return p, nil
 }
