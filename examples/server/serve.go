@@ -49,6 +49,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	retention := fs.Duration("event-retention", delivery.DefaultRetention, "delete delivered webhook events recorded longer ago than this `duration` (negative: keep all)")
 	lease := fs.Duration("delivery-lease", time.Minute, "how long a webhook event or payout hand-off claimed by this instance stays reserved to it; another instance takes it over this `duration` after this one dies (at least 2s; under 20s shortens the webhook timeout to half of it)")
 	coinsFile := fs.String("coins", "", "JSON `file` listing the payout coins with their decimals and limits, replacing the default list")
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at /metrics on this separate `address`, never on -addr (empty: off)")
 	if err := parseFlags(fs, args, nil); err != nil {
 		return err
 	}
@@ -75,7 +76,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	log := newLogger(stderr, *logFormat)
-	store, err := openStore(ctx, *dsn, log)
+	var m *metrics // nil: no metrics, no hooks
+	if *metricsAddr != "" {
+		m = newMetrics()
+	}
+	store, err := openStore(ctx, *dsn, log, m.storeOptions()...)
 	if err != nil {
 		return err
 	}
@@ -85,7 +90,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg := &payoutkit.Config{Logger: log, PasswordCost: passwordCost, SecretKeys: keys}
+	cfg := &payoutkit.Config{Logger: log, PasswordCost: passwordCost, SecretKeys: keys, ObservePayout: m.observePayout()}
 	cfg.Coins = coins // nil: the default list
 	if *sandbox {
 		// Payouts reach it through the dispatcher's hand-off loop below.
@@ -103,13 +108,21 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		HandOff:    engine,
 		Workspaces: engine, // opens sealed webhook secrets
 		// One attempt ends within its lease: a lease under 20s shortens the timeout.
-		Notifier:  &delivery.HTTPNotifier{AllowPrivate: *sandbox || *allowPrivate, Timeout: min(delivery.DefaultTimeout, *lease/2)},
-		Lease:     *lease,
-		Retention: *retention,
-		Logger:    log,
+		Notifier:       &delivery.HTTPNotifier{AllowPrivate: *sandbox || *allowPrivate, Timeout: min(delivery.DefaultTimeout, *lease/2)},
+		Lease:          *lease,
+		Retention:      *retention,
+		Logger:         log,
+		ObserveAttempt: m.observeAttempt(),
 	})
 	if err != nil {
 		return err
+	}
+	if m != nil {
+		stopMetrics, err := m.serveMetrics(ctx, *metricsAddr, store, log)
+		if err != nil {
+			return fmt.Errorf("metrics listener: %w", err)
+		}
+		defer stopMetrics()
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -118,6 +131,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var handler http.Handler = httpserver.New(engine, httpserver.Options{
 		Logger: log, Sandbox: *sandbox, RateLimit: *rateLimit,
 		AuthFailureLimit: cmp.Or(*authFailures, -1), // 0 (off) is negative for httpserver
+		ObserveRequest:   m.observeRequest(),
 	})
 	var site http.Handler // nil: no portal, the API answers 40400
 	if *withPortal {
