@@ -128,7 +128,7 @@ type eventBody struct {
 // newEvent records that typ happened to subject, with data (a Payout or an
 // Order) as the body's data member.
 func newEvent(workspaceID string, typ EventType, subject string, data any, at time.Time) (Event, error) {
-	id := "evt_" + randomBase62(24)
+	id := "evt_" + timeOrderedID(at)
 	body, err := json.Marshal(eventBody{ID: id, Type: typ, CreatedAt: formatTime(at), WorkspaceID: workspaceID, Data: data})
 	if err != nil {
 		return Event{}, fmt.Errorf("encoding event %s: %w", typ, err)
