@@ -51,7 +51,7 @@ func TestObserveRequest(t *testing.T) {
 		{"POST", "/v1/payouts/info", key, map[string]any{"payout_id": "po-none"}, "POST /v1/payouts/info", payoutkit.CodeNotFound},
 		{"GET", "/v1/balance", "sk_wrong", nil, "GET /v1/balance", payoutkit.CodeUnauthorized},
 		{"HEAD", "/v1/balance", key, nil, "GET /v1/balance", 0},
-		{"GET", "/v1/payouts/po-obs", key, nil, "", payoutkit.CodeNotFound},        // no such path: no raw path as a route
+		{"GET", "/v1/payouts/po-obs", key, nil, "", payoutkit.CodeNotFound},     // no such path: no raw path as a route
 		{"DELETE", "/v1/payouts", key, nil, "", payoutkit.CodeMethodNotAllowed}, // no route for the method
 		{"GET", "/v1/openapi.yaml", "", nil, "GET /v1/openapi.yaml", 0},
 	} {
