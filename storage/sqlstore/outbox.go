@@ -60,7 +60,9 @@ func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.Del
 			return err
 		})
 	} else {
-		err = s.writeTx(ctx, "", func(ctx context.Context, tx *sql.Tx) error {
+		// Refusal-safe: the UPDATE refuses (nothing leased to owner) before
+		// anything changed.
+		err = s.writeTxRefusalSafe(ctx, "", func(ctx context.Context, tx *sql.Tx) error {
 			res, err := tx.ExecContext(ctx, `UPDATE events SET state = $3, attempts = $4, next_attempt_at = $5, last_error = $6,
 				lease_owner = NULL, lease_until = NULL
 				WHERE id = $1 AND lease_owner = $2 AND state = 'pending'`, eventArgs...)

@@ -45,7 +45,7 @@ var insertEventSQL = `INSERT INTO events (` + eventCols + `)
 // group-committed transaction), all or nothing.
 func (s *Store) CreatePayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event) (payoutkit.Payout, bool, error) {
 	op := &createPayoutOp{s: s, p: p, ev: ev}
-	return op.result(ctx, s.writeTx(ctx, p.WorkspaceID, op.run))
+	return op.result(ctx, s.writeTxRefusalSafe(ctx, p.WorkspaceID, op.run))
 }
 
 // createPayoutOp is one CreatePayout: run makes its change in a
@@ -72,10 +72,10 @@ func (op *createPayoutOp) run(ctx context.Context, tx *sql.Tx) error {
 		}
 		return errNothingToCommit
 	case !debited:
-		if op.s.pg() { // no savepoint takes the inserted payout back: delete it
-			if _, err := tx.ExecContext(ctx, deletePayoutSQL, op.p.WorkspaceID, op.p.PayoutID); err != nil {
-				return err
-			}
+		// A refusal leaves nothing changed (no savepoint takes the
+		// inserted payout back): delete it.
+		if _, err := op.s.txExec(ctx, tx, deletePayoutSQL, op.p.WorkspaceID, op.p.PayoutID); err != nil {
+			return err
 		}
 		return payoutkit.ErrInsufficientBalance
 	}
@@ -90,8 +90,8 @@ func (op *createPayoutOp) result(ctx context.Context, err error) (payoutkit.Payo
 	return op.stored, op.created, nil
 }
 
-// deletePayoutSQL takes back, on PostgreSQL, a payout inserted by a create
-// whose debit the balance did not cover.
+// deletePayoutSQL takes back a payout inserted by a create whose debit the
+// balance did not cover, so that the refusal leaves nothing changed.
 const deletePayoutSQL = `DELETE FROM payouts WHERE workspace_id = $1 AND payout_id = $2`
 
 // errNothingToCommit rolls back a transaction that succeeded without a change.

@@ -47,7 +47,17 @@ func (s *Store) writeTx(ctx context.Context, key string, fn txFunc) error {
 	if s.batch == nil {
 		return s.inTx(ctx, func(tx *sql.Tx) error { return fn(ctx, tx) })
 	}
-	return s.committerFor(key).do(ctx, key, fn)
+	return s.committerFor(key).do(ctx, key, false, fn)
+}
+
+// writeTxRefusalSafe is writeTx for a write that, when it refuses
+// (errNothingToCommit, an overdraft, a conflict), has changed nothing: on
+// SQLite it runs without a savepoint of its own.
+func (s *Store) writeTxRefusalSafe(ctx context.Context, key string, fn txFunc) error {
+	if s.batch == nil {
+		return s.inTx(ctx, func(tx *sql.Tx) error { return fn(ctx, tx) })
+	}
+	return s.committerFor(key).do(ctx, key, true, fn)
 }
 
 // writeExec runs a single write statement, prepared if it is one of
@@ -57,7 +67,7 @@ func (s *Store) writeExec(ctx context.Context, key, query string, args ...any) (
 		return s.exec(ctx, query, args...)
 	}
 	var res sql.Result
-	err := s.committerFor(key).do(ctx, key, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.committerFor(key).do(ctx, key, true, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		res, err = s.txExec(ctx, tx, query, args...)
 		return err
@@ -76,7 +86,7 @@ func (s *Store) writeRows(ctx context.Context, read func(*sql.Rows) error, query
 		}
 		return read(rows)
 	}
-	return s.batch.do(ctx, "", func(ctx context.Context, tx *sql.Tx) error {
+	return s.batch.do(ctx, "", true, func(ctx context.Context, tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
