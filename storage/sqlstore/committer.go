@@ -246,26 +246,16 @@ func (c *committer) run(batch []*txRequest) {
 	kept := 0
 	for _, r := range batch {
 		if r.refusalSafe {
-			// No savepoint (two statements saved): a refusal changed
-			// nothing. Any other error may have rolled the whole
-			// transaction back (SQLite does on a full disk or an I/O
-			// error, and nothing tells which), so the batch runs again,
-			// write by write, each in a transaction of its own.
-			r.err = apply(ctx, tx, r.fn)
-			switch {
-			case r.err == nil:
-				kept++
-			case refusal(r.err):
-			default:
-				_ = tx.Rollback()
-				if len(batch) == 1 {
-					r.done <- r.err
-					return
-				}
-				for _, r := range batch {
-					c.run([]*txRequest{r})
-				}
+			// No savepoint (two statements saved). Any error but a
+			// refusal may have rolled the whole transaction back (SQLite
+			// does on a full disk or an I/O error, and nothing tells
+			// which).
+			ok, stop := c.applyUnsaved(ctx, tx, r, batch, c.run)
+			if stop {
 				return
+			}
+			if ok {
+				kept++
 			}
 			continue
 		}
@@ -349,21 +339,12 @@ func (c *committer) runPG(batch []*txRequest) {
 	}
 	kept := 0
 	for _, r := range batch {
-		r.err = apply(ctx, tx, r.fn)
-		switch {
-		case r.err == nil:
-			kept++
-		case refusal(r.err):
-		default:
-			_ = tx.Rollback()
-			if len(batch) == 1 {
-				r.done <- r.err
-				return
-			}
-			for _, r := range batch {
-				c.runPG([]*txRequest{r})
-			}
+		ok, stop := c.applyUnsaved(ctx, tx, r, batch, c.runPG)
+		if stop {
 			return
+		}
+		if ok {
+			kept++
 		}
 	}
 	if kept == 0 {
@@ -384,6 +365,30 @@ func (c *committer) runPG(batch []*txRequest) {
 	for _, r := range batch {
 		r.done <- r.err
 	}
+}
+
+// applyUnsaved runs r in tx without a savepoint and reports whether its
+// change is kept. A refusal has changed nothing, so the batch goes on. Any
+// other error leaves tx unusable: it is rolled back, every write of the
+// batch runs again through rerun in a transaction of its own (so that only
+// the failing one fails), and stop is true: the batch is answered.
+func (c *committer) applyUnsaved(ctx context.Context, tx *sql.Tx, r *txRequest, batch []*txRequest, rerun func([]*txRequest)) (kept, stop bool) {
+	r.err = apply(ctx, tx, r.fn)
+	switch {
+	case r.err == nil:
+		return true, false
+	case refusal(r.err):
+		return false, false
+	}
+	_ = tx.Rollback()
+	if len(batch) == 1 {
+		r.done <- r.err
+		return false, true
+	}
+	for _, r := range batch {
+		rerun([]*txRequest{r})
+	}
+	return false, true
 }
 
 // refusal reports whether err is a write's own refusal, after which its
