@@ -35,13 +35,7 @@ func listNewest[T any](ctx context.Context, s *Store, table, cols, workspaceID s
 	if err != nil {
 		return payoutkit.Page[T]{}, translate(ctx, table, err)
 	}
-	var seqs []int64
-	items, err := collect(rows, func(sc scanner) (T, error) {
-		var seq int64
-		v, err := scan(sc, &seq)
-		seqs = append(seqs, seq)
-		return v, err
-	})
+	items, seqs, err := collectSeqs(rows, scan)
 	if err != nil {
 		return payoutkit.Page[T]{}, translate(ctx, table, err)
 	}

@@ -185,13 +185,7 @@ func list[T any](ctx context.Context, s *Store, op, workspaceID string, req payo
 	if err != nil {
 		return payoutkit.Page[T]{}, translate(ctx, op, err)
 	}
-	var seqs []int64
-	items, err := collect(rows, func(sc scanner) (T, error) {
-		var seq int64
-		v, err := scan(sc, &seq)
-		seqs = append(seqs, seq)
-		return v, err
-	})
+	items, seqs, err := collectSeqs(rows, scan)
 	if err != nil {
 		return payoutkit.Page[T]{}, translate(ctx, op, err)
 	}

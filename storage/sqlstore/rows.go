@@ -346,6 +346,19 @@ func collect[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) 
 	return out, rows.Err()
 }
 
+// collectSeqs is collect for rows that end with their seq: it returns the
+// values and, beside them, their seqs (for the next page's position).
+func collectSeqs[T any](rows *sql.Rows, scan func(scanner, ...any) (T, error)) ([]T, []int64, error) {
+	var seqs []int64
+	items, err := collect(rows, func(sc scanner) (T, error) {
+		var seq int64
+		v, err := scan(sc, &seq)
+		seqs = append(seqs, seq)
+		return v, err
+	})
+	return items, seqs, err
+}
+
 // claim runs a claiming UPDATE … RETURNING on the write path and returns the
 // claimed rows oldest first (by seq): RETURNING promises no order.
 func claim[T any](ctx context.Context, s *Store, scan func(scanner, *int64) (T, error), query string, args ...any) ([]T, error) {
