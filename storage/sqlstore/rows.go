@@ -34,6 +34,7 @@ type querier interface {
 // lock from its BEGIN (IMMEDIATE), on PostgreSQL READ COMMITTED. fn's error
 // rolls the transaction back and is returned as is.
 func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	s.waitForPriority()
 	return s.w.RunInTx(ctx, nil, func(_ context.Context, tx bun.Tx) error { return fn(tx.Tx) })
 }
 

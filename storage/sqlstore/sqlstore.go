@@ -81,6 +81,10 @@ type Store struct {
 	batch      *committer
 	// observeCommit is WithCommitObserver's function, or nil.
 	observeCommit func(writes int, d time.Duration)
+	// priorityPath is, on SQLite, the database's priority file (see
+	// WithPriorityWrites); priority is this store's claim on it, if any.
+	priorityPath string
+	priority     *priorityClaim
 }
 
 var _ payoutkit.Store = (*Store)(nil)
@@ -93,6 +97,7 @@ type config struct {
 	maxConns      int
 	busyTimeout   time.Duration
 	observeCommit func(writes int, d time.Duration)
+	priority      bool
 }
 
 // WithLogger sets where the store logs (migrations, mostly). Defaults to
@@ -192,6 +197,10 @@ func (s *Store) Close() error {
 	for _, c := range s.committers {
 		c.close()
 	}
+	if s.priority != nil {
+		s.priority.release()
+		s.priority = nil
+	}
 	var err error
 	for _, st := range s.wstmts {
 		err = errors.Join(err, st.Close())
@@ -234,6 +243,20 @@ func openSQLite(ctx context.Context, dsn string, cfg config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A priority store claims the lock's next turn before its first
+	// statement: opening (the journal mode, the migrations) may write too.
+	var claim *priorityClaim
+	if cfg.priority && params.Get("mode") != "ro" {
+		if claim, err = claimPriority(priorityFile(path)); err != nil {
+			return nil, fmt.Errorf("sqlstore: claiming priority on SQLite database %s: %w", path, err)
+		}
+	}
+	opened := false
+	defer func() {
+		if !opened && claim != nil {
+			claim.release()
+		}
+	}()
 	busy := fmt.Sprintf("busy_timeout(%d)", cfg.busyTimeout.Milliseconds())
 	// The database holds webhook secrets and password hashes: a new file is
 	// created readable by its owner alone, and SQLite gives its -wal and
@@ -299,7 +322,10 @@ func openSQLite(ctx context.Context, dsn string, cfg config) (*Store, error) {
 	rdb.SetMaxIdleConns(cfg.maxConns)
 	rdb.SetConnMaxIdleTime(5 * time.Minute)
 
-	return newStore(DialectSQLite, bun.NewDB(wdb, sqlitedialect.New()), bun.NewDB(rdb, sqlitedialect.New()), cfg, path), nil
+	s := newStore(DialectSQLite, bun.NewDB(wdb, sqlitedialect.New()), bun.NewDB(rdb, sqlitedialect.New()), cfg, path)
+	s.priorityPath, s.priority = priorityFile(path), claim
+	opened = true
+	return s, nil
 }
 
 func newStore(dialect string, w, r *bun.DB, cfg config, name string) *Store {

@@ -1,0 +1,88 @@
+package sqlstore
+
+import (
+	"os"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// SQLite's write lock is not fair. A server under write load releases it
+// only for moments between two group commits, and another process waiting
+// for it polls with growing sleeps (up to 100 ms), so an admin command
+// beside a busy server (revoking a leaked key, say) could wait for seconds
+// or fail with "database is busy". A store opened WithPriorityWrites says,
+// for as long as it is open, that it wants the lock: it keeps a file beside
+// the database ("<db>-priority"), and the committers of other stores on the
+// database wait before their next transaction while the file is fresh, so
+// that the waiting process gets the lock at its next poll.
+
+// priorityStale is how old (since it was last refreshed) a priority file may
+// be before it is ignored: a process that died holding one delays the
+// others' writes by this much at most.
+const priorityStale = 3 * time.Second
+
+// priorityRefresh is how often a priority store refreshes its file.
+const priorityRefresh = time.Second
+
+// WithPriorityWrites marks the store as a short-lived administrator of a
+// SQLite database that a server may be using heavily: while it is open, the
+// writes of other stores on the same database (in any process) pause
+// between their transactions, so that this store's writes get the lock
+// without waiting for a gap. Open it, write, and Close it promptly: the
+// others' writes wait for as long as it is open. PostgreSQL ignores it.
+func WithPriorityWrites() Option {
+	return func(c *config) { c.priority = true }
+}
+
+// priorityFile is the file of a SQLite database's priority writer.
+func priorityFile(dbPath string) string { return dbPath + "-priority" }
+
+// priorityClaim is a priority store's hold on its file.
+type priorityClaim struct {
+	path string
+	stop chan struct{}
+	done sync.WaitGroup
+}
+
+// claimPriority writes the priority file and keeps it fresh until release.
+func claimPriority(path string) (*priorityClaim, error) {
+	if err := os.WriteFile(path, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		return nil, err
+	}
+	c := &priorityClaim{path: path, stop: make(chan struct{})}
+	c.done.Go(func() {
+		t := time.NewTicker(priorityRefresh)
+		defer t.Stop()
+		for {
+			select {
+			case <-c.stop:
+				return
+			case now := <-t.C:
+				_ = os.Chtimes(path, now, now)
+			}
+		}
+	})
+	return c, nil
+}
+
+func (c *priorityClaim) release() {
+	close(c.stop)
+	c.done.Wait()
+	_ = os.Remove(c.path)
+}
+
+// waitForPriority returns once no other store holds a fresh priority claim
+// on the database: at once, after one stat, when none does.
+func (s *Store) waitForPriority() {
+	if s.priorityPath == "" || s.priority != nil {
+		return
+	}
+	for {
+		fi, err := os.Stat(s.priorityPath)
+		if err != nil || time.Since(fi.ModTime()) > priorityStale {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
