@@ -588,7 +588,7 @@ func TestConfig(t *testing.T) {
 	if d1.Owner() == "" || d1.Owner() == d2.Owner() {
 		t.Errorf("owners %q and %q", d1.Owner(), d2.Owner())
 	}
-	if c := d1.cfg; c.Lease != time.Minute || c.PollInterval != time.Second || c.Concurrency != 64 || c.MaxPerWorkspace != 32 || c.BatchSize != 100 ||
+	if c := d1.cfg; c.Lease != time.Minute || c.PollInterval != time.Second || c.Concurrency != 256 || c.MaxPerWorkspace != 128 || c.BatchSize != 100 ||
 		c.Jitter != 0.1 || len(c.RetryDelays) != 8 || c.Notifier.(*HTTPNotifier).AllowPrivate {
 		t.Errorf("defaults %+v", c)
 	}

@@ -92,11 +92,12 @@ func (n *HTTPNotifier) httpClient() *http.Client {
 				Proxy:             nil, // the guard must see the receiver's own address
 				DialContext:       dialer.DialContext,
 				ForceAttemptHTTP2: true,
-				MaxIdleConns:      256,
+				MaxIdleConns:      512,
 				// A receiver may take up to Config.MaxPerWorkspace
-				// deliveries at once: keep as many connections to it alive,
-				// so that a busy outbox does not open one per event.
-				MaxIdleConnsPerHost:    32,
+				// deliveries at once (128 by default): keep as many
+				// connections to it alive, so that a busy outbox does not
+				// open one per event.
+				MaxIdleConnsPerHost:    128,
 				IdleConnTimeout:        90 * time.Second,
 				TLSHandshakeTimeout:    timeout,
 				ResponseHeaderTimeout:  timeout,
