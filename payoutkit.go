@@ -2,11 +2,44 @@
 // workspace, credited by paid orders and debited by payouts (withdrawals) in a
 // crypto asset on a network, with signed webhook events for every change.
 //
-// Build an Engine with New over a Store (package storage has an in-memory one
-// and a SQL one for SQLite and PostgreSQL). The engine validates requests,
-// builds the rows and events, and asks the store for atomic changes; the store
-// enforces the money invariants (no overdraft, one payout per payout_id) in
-// the database itself, so they hold across goroutines and server instances.
+// # The main flow
+//
+// Build an Engine with New over a Store: storage/memstore for tests,
+// storage/sqlstore for SQLite or PostgreSQL. Then, for one workspace:
+//
+//  1. CreateWorkspace makes the workspace, its first API key (shown once)
+//     and its webhook signing secret.
+//  2. CreateOrder and MarkOrderPaid credit the available balance.
+//  3. CreatePayout validates the request against the coin list (asset,
+//     network, address, limits) and debits the balance in one atomic change
+//     with its ledger entry and its payout.submitted event. The same
+//     payout_id again is a replay (the stored payout, nothing changed); a
+//     payout the balance does not cover is ErrInsufficientBalance.
+//  4. A Processor (SandboxProcessor in the sandbox) receives each submitted
+//     payout through a delivery.Dispatcher's hand-off, with an
+//     IdempotencyKey to pass to its rail, and settles it: CompletePayout
+//     (the money left) or FailPayout (credited back).
+//  5. The dispatcher sends every event to the workspace's webhook URL,
+//     signed (Sign, VerifySignature), at least once, in order per payout;
+//     Payout and ListPayouts serve those who poll instead.
+//
+// The store enforces the money invariants (no overdraft, one payout per
+// payout_id, every balance change with its ledger entry and event) in the
+// database itself, so they hold across goroutines and server instances;
+// a Store's Audit recomputes a workspace's money from its rows, and Audit.Check
+// proves it.
+//
+// # Errors
+//
+// Every refusal is an *Error with the contract's Code (CodeOf finds it in a
+// wrapped error); compare with errors.Is against ErrInvalidInput,
+// ErrNotFound, ErrConflict, ErrInsufficientBalance and the others.
+//
+// # Around the engine
+//
+// Package httpserver serves the /v1 API over an Engine, package portal the
+// staff pages, package delivery the webhooks and hand-offs, and
+// examples/server puts them together as a standalone server.
 package payoutkit
 
 import (
