@@ -191,6 +191,25 @@ type Engine struct {
 
 var _ Service = (*Engine)(nil)
 
+// WithStore returns an engine with e's configuration over store: over a
+// store bound to the caller's database transaction
+// (sqlstore.Store.WithTx), its payouts, orders and settlements commit or
+// roll back with the caller's own writes:
+//
+//	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+//		// ... the program's own writes in tx ...
+//		_, _, err := engine.WithStore(store.WithTx(tx)).CreatePayout(ctx, wsID, req)
+//		return err
+//	})
+//
+// Config.ObservePayout hears of a payout made in a transaction when it is
+// stored, before the transaction commits (or rolls back).
+func (e *Engine) WithStore(store Store) *Engine {
+	out := *e
+	out.store = store
+	return &out
+}
+
 // New returns an engine over store. cfg may be nil for the defaults.
 func New(store Store, cfg *Config) (*Engine, error) {
 	if store == nil {

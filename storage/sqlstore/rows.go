@@ -34,6 +34,9 @@ type querier interface {
 // lock from its BEGIN (IMMEDIATE), on PostgreSQL READ COMMITTED. fn's error
 // rolls the transaction back and is returned as is.
 func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if s.tx != nil {
+		return s.inCallerTx(ctx, fn)
+	}
 	s.waitForPriority()
 	return s.w.RunInTx(ctx, nil, func(_ context.Context, tx bun.Tx) error { return fn(tx.Tx) })
 }
@@ -45,6 +48,9 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // PostgreSQL it chooses the committer, so that one workspace's writes share
 // one, and orders the batch.
 func (s *Store) writeTx(ctx context.Context, key string, fn txFunc) error {
+	if s.tx != nil {
+		return s.inCallerTx(ctx, func(tx *sql.Tx) error { return fn(ctx, tx) })
+	}
 	if s.batch == nil {
 		return s.inTx(ctx, func(tx *sql.Tx) error { return fn(ctx, tx) })
 	}
@@ -55,6 +61,9 @@ func (s *Store) writeTx(ctx context.Context, key string, fn txFunc) error {
 // (errNothingToCommit, an overdraft, a conflict), has changed nothing: on
 // SQLite it runs without a savepoint of its own.
 func (s *Store) writeTxRefusalSafe(ctx context.Context, key string, fn txFunc) error {
+	if s.tx != nil {
+		return s.inCallerTx(ctx, func(tx *sql.Tx) error { return fn(ctx, tx) })
+	}
 	if s.batch == nil {
 		return s.inTx(ctx, func(tx *sql.Tx) error { return fn(ctx, tx) })
 	}
@@ -64,7 +73,7 @@ func (s *Store) writeTxRefusalSafe(ctx context.Context, key string, fn txFunc) e
 // writeExec runs a single write statement, prepared if it is one of
 // preparedWrites, in the committer's next batch.
 func (s *Store) writeExec(ctx context.Context, key, query string, args ...any) (sql.Result, error) {
-	if s.batch == nil {
+	if s.batch == nil || s.tx != nil {
 		return s.exec(ctx, query, args...)
 	}
 	var res sql.Result
@@ -80,7 +89,7 @@ func (s *Store) writeExec(ctx context.Context, key, query string, args ...any) (
 // RETURNING) and hands them to read, which must consume and close them, in
 // the committer's next batch.
 func (s *Store) writeRows(ctx context.Context, read func(*sql.Rows) error, query string, args ...any) error {
-	if s.batch == nil {
+	if s.batch == nil || s.tx != nil {
 		rows, err := s.writer().QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
@@ -97,10 +106,20 @@ func (s *Store) writeRows(ctx context.Context, read func(*sql.Rows) error, query
 }
 
 // reader runs reads: SQLite's read pool, or PostgreSQL's pool.
-func (s *Store) reader() querier { return s.r.DB }
+func (s *Store) reader() querier {
+	if s.tx != nil {
+		return s.tx
+	}
+	return s.r.DB
+}
 
 // writer runs single-statement writes outside a transaction.
-func (s *Store) writer() querier { return s.w.DB }
+func (s *Store) writer() querier {
+	if s.tx != nil {
+		return s.tx
+	}
+	return s.w.DB
+}
 
 // On SQLite, parsing a statement costs about as much as running it, so the
 // statements of the hot paths are prepared once per connection: the write
@@ -159,7 +178,7 @@ func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result
 	if st := s.wstmts[query]; st != nil {
 		return st.ExecContext(ctx, args...)
 	}
-	return s.w.DB.ExecContext(ctx, query, args...)
+	return s.writer().ExecContext(ctx, query, args...)
 }
 
 // readRow runs a read that returns one row, prepared if it is one of
@@ -168,7 +187,7 @@ func (s *Store) readRow(ctx context.Context, query string, args ...any) *sql.Row
 	if st := s.rstmts[query]; st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
-	return s.r.DB.QueryRowContext(ctx, query, args...)
+	return s.reader().QueryRowContext(ctx, query, args...)
 }
 
 // ts is a time as the dialect stores it: NULL for the zero time, otherwise

@@ -81,6 +81,12 @@ type Store struct {
 	batch      *committer
 	// observeCommit is WithCommitObserver's function, or nil.
 	observeCommit func(writes int, d time.Duration)
+	// callerDB is set when the database handles are the caller's (New): Close
+	// leaves them open.
+	callerDB bool
+	// tx, when set, is the caller's transaction that every read and write
+	// runs in (WithTx).
+	tx *sql.Tx
 	// priorityPath is, on SQLite, the database's priority file (see
 	// WithPriorityWrites); priority is this store's claim on it, if any.
 	priorityPath string
@@ -159,6 +165,13 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		_ = s.Close()
 		return nil, err
 	}
+	s.startCommitters()
+	return s, nil
+}
+
+// startCommitters starts the group-commit writers: one on SQLite,
+// pgCommitters on PostgreSQL.
+func (s *Store) startCommitters() {
 	n := 1
 	if s.pg() {
 		n = pgCommitters
@@ -167,17 +180,21 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		s.committers = append(s.committers, newCommitter(s))
 	}
 	s.batch = s.committers[0]
-	return s, nil
+}
+
+// defaultConfig is the configuration before options.
+func defaultConfig() config {
+	return config{
+		logger:      slog.Default(),
+		maxConns:    max(8, 4*runtime.GOMAXPROCS(0)),
+		busyTimeout: 5 * time.Second,
+	}
 }
 
 // open connects to the database named by dsn, without migrating it or
 // preparing statements.
 func open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
-	cfg := config{
-		logger:      slog.Default(),
-		maxConns:    max(8, 4*runtime.GOMAXPROCS(0)),
-		busyTimeout: 5 * time.Second,
-	}
+	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -194,6 +211,9 @@ func open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 // Close closes the store's connections. Writes still waiting for their turn
 // fail with ErrClosed, as do writes after Close.
 func (s *Store) Close() error {
+	if s.tx != nil {
+		return nil // bound to the caller's transaction (WithTx)
+	}
 	for _, c := range s.committers {
 		c.close()
 	}
@@ -207,6 +227,9 @@ func (s *Store) Close() error {
 	}
 	for _, st := range s.rstmts {
 		err = errors.Join(err, st.Close())
+	}
+	if s.callerDB {
+		return err // the caller's to close
 	}
 	err = errors.Join(err, s.w.Close())
 	if s.r != s.w {
