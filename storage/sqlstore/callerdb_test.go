@@ -20,6 +20,7 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
+	"github.com/uptrace/bun/migrate"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/payoutkit/payoutkit"
@@ -218,5 +219,53 @@ func testTransactionalCalls(t *testing.T, db *bun.DB) {
 		if time.Now().After(deadline) {
 			t.Fatal("the committed payout's event was not delivered")
 		}
+	}
+}
+
+func TestAddMigrationsSQLite(t *testing.T) { testAddMigrations(t, callerSQLite(t)) }
+
+func TestAddMigrationsPostgres(t *testing.T) {
+	testAddMigrations(t, callerPostgres(t, sqltest.FreshSchema(t, sqltest.PostgresServer(t))))
+}
+
+// A program's own bun migrator creates payoutkit's schema
+// (AddMigrations); a store over the database then finds it current and is
+// ready, and the migrator run again has nothing to do.
+func testAddMigrations(t *testing.T, db *bun.DB) {
+	ctx := t.Context()
+	ms := migrate.NewMigrations()
+	if err := sqlstore.AddMigrations(ms, db.Dialect().Name()); err != nil {
+		t.Fatal(err)
+	}
+	m := migrate.NewMigrator(db, ms)
+	if err := m.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Migrate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Migrations) == 0 || g.Migrations[0].Name != "payoutkit_0001_init" {
+		t.Fatalf("migrated %s; want payoutkit's versions from payoutkit_0001_init", g)
+	}
+	var versions int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&versions); err != nil || versions != len(g.Migrations) {
+		t.Fatalf("schema_migrations has %d versions (%v); want one per bun migration, %d", versions, err, len(g.Migrations))
+	}
+	s := newOnCallerDB(t, db)
+	if err := s.Ready(ctx); err != nil {
+		t.Fatalf("a store after the program's migrator: %v", err)
+	}
+	if g, err := m.Migrate(ctx); err != nil || !g.IsZero() {
+		t.Fatalf("the migrator again: %s, %v; want nothing to do", g, err)
+	}
+	// A database payoutkit migrated itself: the program's migrator then
+	// records payoutkit's versions without changing anything.
+	fresh := migrate.NewMigrator(db, ms, migrate.WithTableName("other_migrations"), migrate.WithLocksTableName("other_migration_locks"))
+	if err := fresh.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fresh.Migrate(ctx); err != nil {
+		t.Fatalf("payoutkit's versions over a current schema: %v", err)
 	}
 }

@@ -25,10 +25,12 @@ import (
 // a version this binary does not know is refused, since the binary cannot
 // know what the newer schema means.
 //
-// bun's migrate package is not used: it records a migration as applied
-// before running it, outside the migration's transaction, and its lock is a
-// table row that fails a concurrent starter (and outlives a crash) instead
-// of making it wait.
+// bun's migrate package does not drive them: it records a migration as
+// applied before running it, outside the migration's transaction, and its
+// lock is a table row that fails a concurrent starter (and outlives a
+// crash) instead of making it wait. A program that runs bun's migrator adds
+// payoutkit's versions to its own with AddMigrations: each runs this same
+// code, under this same lock.
 //
 //go:embed migrations
 var migrationFiles embed.FS
