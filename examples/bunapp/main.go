@@ -3,12 +3,14 @@
 //
 //   - its own bun migrator creates its own table and payoutkit's tables
 //     (sqlstore.AddMigrations);
+//
 //   - payoutkit's store runs over its *bun.DB (sqlstore.New);
+//
 //   - one transaction writes its own row and a payout together
 //     (sqlstore.Store.WithTx, payoutkit.Engine.WithStore): both commit, or
 //     neither does.
 //
-//	go run ./examples/bunapp -db ./bunapp.db
+//     go run ./examples/bunapp -db ./bunapp.db
 package main
 
 import (
