@@ -238,7 +238,8 @@ func (c *committer) run(batch []*txRequest) {
 			r.done <- err
 		}
 	}
-	c.s.waitForPriority()             // an admin command beside us gets the lock first
+	c.s.waitForPriority() // an admin command beside us gets the lock first
+	c.s.claimWrite()
 	tx, err := c.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
 	if err != nil {
 		fail(err)

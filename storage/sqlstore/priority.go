@@ -12,10 +12,12 @@ import (
 // for it polls with growing sleeps (up to 100 ms), so an admin command
 // beside a busy server (revoking a leaked key, say) could wait for seconds
 // or fail with "database is busy". A store opened WithPriorityWrites says,
-// for as long as it is open, that it wants the lock: it keeps a file beside
-// the database ("<db>-priority"), and the committers of other stores on the
-// database wait before their next transaction while the file is fresh, so
-// that the waiting process gets the lock at its next poll.
+// while it opens and from its first write until it closes, that it wants
+// the lock: it keeps a file beside the database ("<db>-priority"), and the
+// committers of other stores on the database wait before their next
+// transaction while the file is fresh, so that the waiting process gets the
+// lock at its next poll. A store that only reads (an audit, say) holds
+// nobody back.
 
 // priorityStale is how old (since it was last refreshed) a priority file may
 // be before it is ignored: a process that died holding one delays the
@@ -26,11 +28,11 @@ const priorityStale = 3 * time.Second
 const priorityRefresh = time.Second
 
 // WithPriorityWrites marks the store as a short-lived administrator of a
-// SQLite database that a server may be using heavily: while it is open, the
-// writes of other stores on the same database (in any process) pause
-// between their transactions, so that this store's writes get the lock
-// without waiting for a gap. Open it, write, and Close it promptly: the
-// others' writes wait for as long as it is open. PostgreSQL ignores it.
+// SQLite database that a server may be using heavily: while it opens, and
+// from its first write until it closes, the writes of other stores on the
+// same database (in any process) pause between their transactions, so that
+// this store's writes get the lock without waiting for a gap. Write, and
+// Close it promptly: the others wait meanwhile. PostgreSQL ignores it.
 func WithPriorityWrites() Option {
 	return func(c *config) { c.priority = true }
 }
@@ -75,7 +77,7 @@ func (c *priorityClaim) release() {
 // waitForPriority returns once no other store holds a fresh priority claim
 // on the database: at once, after one stat, when none does.
 func (s *Store) waitForPriority() {
-	if s.priorityPath == "" || s.priority != nil {
+	if s.priorityPath == "" || s.priorityWriter {
 		return
 	}
 	for {
@@ -84,5 +86,22 @@ func (s *Store) waitForPriority() {
 			return
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// claimWrite claims the lock's next turn for a priority store about to
+// write, from its first write until it closes (a store with no claim file,
+// or none that can be written, waits for a gap as any other would).
+func (s *Store) claimWrite() {
+	if !s.priorityWriter || s.priorityPath == "" {
+		return
+	}
+	s.priorityMu.Lock()
+	defer s.priorityMu.Unlock()
+	if s.priority != nil || s.closing {
+		return
+	}
+	if c, err := claimPriority(s.priorityPath); err == nil {
+		s.priority = c
 	}
 }

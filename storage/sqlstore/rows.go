@@ -38,6 +38,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return s.inCallerTx(ctx, fn)
 	}
 	s.waitForPriority()
+	s.claimWrite()
 	return s.w.RunInTx(ctx, nil, func(_ context.Context, tx bun.Tx) error { return fn(tx.Tx) })
 }
 
@@ -118,6 +119,7 @@ func (s *Store) writer() querier {
 	if s.tx != nil {
 		return s.tx
 	}
+	s.claimWrite()
 	return s.w.DB
 }
 

@@ -40,6 +40,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -88,9 +89,13 @@ type Store struct {
 	// runs in (WithTx).
 	tx *sql.Tx
 	// priorityPath is, on SQLite, the database's priority file (see
-	// WithPriorityWrites); priority is this store's claim on it, if any.
-	priorityPath string
-	priority     *priorityClaim
+	// WithPriorityWrites). priorityWriter is set by WithPriorityWrites;
+	// priority is the claim of a priority store while it opens.
+	priorityPath   string
+	priorityWriter bool
+	priorityMu     *sync.Mutex // guards priority and closing
+	priority       *priorityClaim
+	closing        bool
 }
 
 var _ payoutkit.Store = (*Store)(nil)
@@ -165,6 +170,12 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		_ = s.Close()
 		return nil, err
 	}
+	s.priorityMu.Lock()
+	if s.priority != nil { // opened: from now on its first write claims again
+		s.priority.release()
+		s.priority = nil
+	}
+	s.priorityMu.Unlock()
 	s.startCommitters()
 	return s, nil
 }
@@ -217,10 +228,13 @@ func (s *Store) Close() error {
 	for _, c := range s.committers {
 		c.close()
 	}
+	s.priorityMu.Lock()
+	s.closing = true
 	if s.priority != nil {
 		s.priority.release()
 		s.priority = nil
 	}
+	s.priorityMu.Unlock()
 	var err error
 	for _, st := range s.wstmts {
 		err = errors.Join(err, st.Close())
@@ -346,13 +360,14 @@ func openSQLite(ctx context.Context, dsn string, cfg config) (*Store, error) {
 	rdb.SetConnMaxIdleTime(5 * time.Minute)
 
 	s := newStore(DialectSQLite, bun.NewDB(wdb, sqlitedialect.New()), bun.NewDB(rdb, sqlitedialect.New()), cfg, path)
-	s.priorityPath, s.priority = priorityFile(path), claim
+	s.priorityPath, s.priority, s.priorityWriter = priorityFile(path), claim, cfg.priority
 	opened = true
 	return s, nil
 }
 
 func newStore(dialect string, w, r *bun.DB, cfg config, name string) *Store {
-	return &Store{dialect: dialect, w: w, r: r, log: cfg.logger, name: name, q: queriesFor(dialect), observeCommit: cfg.observeCommit}
+	return &Store{dialect: dialect, w: w, r: r, log: cfg.logger, name: name, q: queriesFor(dialect), observeCommit: cfg.observeCommit,
+		priorityMu: new(sync.Mutex)}
 }
 
 // ownedSQLiteParams are the DSN parameters the store sets itself on SQLite:
