@@ -74,7 +74,7 @@ func New(ctx context.Context, db *bun.DB, opts ...Option) (*Store, error) {
 // store's own writes (and the dispatcher's) wait for it: keep it short.
 func (s *Store) WithTx(tx bun.Tx) *Store {
 	t := *s
-	t.tx = tx.Tx
+	t.tx, t.btx = tx.Tx, tx
 	t.committers, t.batch, t.priority = nil, nil, nil
 	t.wstmts, t.rstmts = nil, nil // prepared on other connections
 	return &t

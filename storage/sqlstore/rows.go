@@ -106,6 +106,15 @@ func (s *Store) writeRows(ctx context.Context, read func(*sql.Rows) error, query
 	})
 }
 
+// bunReader runs reads built with bun's query builder, where the caller's
+// transaction (WithTx), if any, sees them.
+func (s *Store) bunReader() bun.IDB {
+	if s.tx != nil {
+		return s.btx
+	}
+	return s.r
+}
+
 // reader runs reads: SQLite's read pool, or PostgreSQL's pool.
 func (s *Store) reader() querier {
 	if s.tx != nil {

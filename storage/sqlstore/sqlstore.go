@@ -86,8 +86,9 @@ type Store struct {
 	// leaves them open.
 	callerDB bool
 	// tx, when set, is the caller's transaction that every read and write
-	// runs in (WithTx).
-	tx *sql.Tx
+	// runs in (WithTx); btx is the same, for bun's query builder.
+	tx  *sql.Tx
+	btx bun.Tx
 	// priorityPath is, on SQLite, the database's priority file (see
 	// WithPriorityWrites). priorityWriter is set by WithPriorityWrites;
 	// priority is the claim of a priority store while it opens.

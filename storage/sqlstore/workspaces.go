@@ -55,14 +55,9 @@ func (s *Store) WorkspaceCount(ctx context.Context) (int, error) {
 
 // WorkspaceIDs implements payoutkit.WorkspaceStore.
 func (s *Store) WorkspaceIDs(ctx context.Context) ([]string, error) {
-	rows, err := s.reader().QueryContext(ctx, `SELECT id FROM workspaces ORDER BY created_at, id`)
-	if err != nil {
-		return nil, translate(ctx, "workspace ids", err)
-	}
-	ids, err := collect(rows, func(sc scanner) (string, error) {
-		var id string
-		return id, sc.Scan(&id)
-	})
+	// A cold path (the audit's), so bun's query builder over the model.
+	var ids []string
+	err := s.bunReader().NewSelect().Model((*WorkspaceRow)(nil)).Column("id").OrderExpr("created_at, id").Scan(ctx, &ids)
 	return ids, translate(ctx, "workspace ids", err)
 }
 
