@@ -76,6 +76,7 @@ type options struct {
 	jsonOut     bool
 	fundCents   int64
 	payoutCents int64
+	prefill     int
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -97,6 +98,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.idleWait, "idle", 5*time.Second, "how long to measure the idle server's CPU at the end (0: skip)")
 	fs.BoolVar(&o.baseline, "baseline", true, "measure the bare net/http baseline first")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
+	fs.IntVar(&o.prefill, "prefill", 0, "store this many payouts in the hot workspace before the server starts (to measure with a large database)")
 	fund := fs.String("fund", "10000000.00", "USD `amount` each workspace is funded with")
 	payout := fs.String("amount", "1.00", "USD `amount` of each payout")
 	if err := fs.Parse(args); err != nil {
@@ -132,6 +134,10 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-url needs -key")
 	case o.url == "" && o.pid != 0:
 		return o, errors.New("-pid goes with -url")
+	case o.prefill < 0 || o.prefill > 10_000_000:
+		return o, errors.New("-prefill must be between 0 and 10000000")
+	case o.url != "" && o.prefill > 0:
+		return o, errors.New("-prefill needs a server this tool starts (no -url)")
 	case o.url != "" && slices.Contains(o.workloads, "payouts-spread"):
 		return o, errors.New("payouts-spread creates its workspaces, so it needs a server this tool starts (no -url)")
 	}

@@ -72,6 +72,33 @@ func TestShortRun(t *testing.T) {
 	}
 }
 
+// TestPrefill stores payouts before the server starts; their events are
+// kept unsent (the workspace had no URL yet), so the run's checks see only
+// its own payouts and events.
+func TestPrefill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts the server")
+	}
+	o, err := parseOptions([]string{"-prefill", "300", "-workload", "payouts", "-clients", "4", "-duration", "1s",
+		"-requests", "50", "-idle", "0", "-baseline=false", "-drain-wait", "30s"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := execute(t.Context(), o, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.MoneyOK || !rep.EventsOK {
+		t.Fatalf("checks failed: %+v %+v", rep.Money, rep.Events)
+	}
+	if e := rep.Events; e.Deliveries != e.Expected || e.Expected != rep.Workloads[0].OK+1 {
+		t.Errorf("%d deliveries, %d expected, %d payouts: the prefilled payouts' events must stay unsent", e.Deliveries, e.Expected, rep.Workloads[0].OK)
+	}
+	if rep.Server.Payouts != rep.Workloads[0].OK {
+		t.Errorf("the report counts %d payouts; want the run's %d", rep.Server.Payouts, rep.Workloads[0].OK)
+	}
+}
+
 func TestOptions(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -89,6 +116,8 @@ func TestOptions(t *testing.T) {
 		{[]string{"-duration", "2h"}, "-duration"},
 		{[]string{"-amount", "1.001"}, "-amount"},
 		{[]string{"-pid", "12"}, "-pid goes with -url"},
+		{[]string{"-prefill", "-1"}, "-prefill"},
+		{[]string{"-url", "http://127.0.0.1:8080", "-key", "sk_x", "-prefill", "10"}, "-prefill needs"},
 	} {
 		_, err := parseOptions(tc.args, io.Discard)
 		switch {

@@ -158,7 +158,11 @@ func (t *target) start(ctx context.Context, o options, recv *receiver, progress 
 	}
 	progress("creating %d workspace(s)", 1+n)
 	for i := range 1 + n {
-		w, err := createWorkspace(ctx, bin, t.db, fmt.Sprintf("load-%s-%d", t.run, i), recv.url)
+		url := recv.url
+		if i == 0 && o.prefill > 0 {
+			url = "" // set once the prefilled payouts' events are stored unsent
+		}
+		w, err := createWorkspace(ctx, bin, t.db, fmt.Sprintf("load-%s-%d", t.run, i), url)
 		if err != nil {
 			return err
 		}
@@ -167,6 +171,16 @@ func (t *target) start(ctx context.Context, o options, recv *receiver, progress 
 			t.hot = w
 		} else {
 			t.spread = append(t.spread, w)
+		}
+	}
+
+	if o.prefill > 0 {
+		progress("prefilling %d payouts", o.prefill)
+		if err := prefill(ctx, t.db, t.hot, o.prefill, o.payoutCents, progress); err != nil {
+			return err
+		}
+		if err := setWebhookURL(ctx, bin, t.db, t.hot.ID, recv.url); err != nil {
+			return err
 		}
 	}
 
@@ -226,7 +240,11 @@ func (t *target) readLogs(r io.Reader, addr chan<- string) {
 }
 
 func createWorkspace(ctx context.Context, bin, db, name, webhookURL string) (*workspace, error) {
-	cmd := exec.CommandContext(ctx, bin, "workspace", "create", "-db", db, "-name", name, "-webhook-url", webhookURL)
+	args := []string{"workspace", "create", "-db", db, "-name", name}
+	if webhookURL != "" {
+		args = append(args, "-webhook-url", webhookURL)
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
