@@ -94,8 +94,8 @@ func TestPrefill(t *testing.T) {
 	if e := rep.Events; e.Deliveries != e.Expected || e.Expected != rep.Workloads[0].OK+1 {
 		t.Errorf("%d deliveries, %d expected, %d payouts: the prefilled payouts' events must stay unsent", e.Deliveries, e.Expected, rep.Workloads[0].OK)
 	}
-	if rep.Server.Payouts != rep.Workloads[0].OK {
-		t.Errorf("the report counts %d payouts; want the run's %d", rep.Server.Payouts, rep.Workloads[0].OK)
+	if rep.Server.Payouts != 300+rep.Workloads[0].OK {
+		t.Errorf("the report counts %d payouts in the database; want 300 prefilled and the run's %d", rep.Server.Payouts, rep.Workloads[0].OK)
 	}
 }
 

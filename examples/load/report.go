@@ -64,7 +64,7 @@ func (r *report) print(w io.Writer) {
 		fmt.Fprintf(w, "\nserver: peak RSS %.0f MiB, %.0f MiB at the end; idle CPU %.2f%% of a core over %.0fs; %d log lines (%d bytes)\n",
 			s.PeakRSSMiB, s.RSSMiB, s.IdleCPU, s.IdleSeconds, s.LogLines, s.LogBytes)
 		if s.DatabaseBytes > 0 {
-			fmt.Fprintf(w, "sqlite: %d bytes with its WAL, %d payouts, %d bytes per payout\n", s.DatabaseBytes, s.Payouts, s.BytesPerPay)
+			fmt.Fprintf(w, "sqlite: %d bytes with its WAL, %d payouts stored, %d bytes per payout\n", s.DatabaseBytes, s.Payouts, s.BytesPerPay)
 		}
 	}
 	fmt.Fprintln(w)

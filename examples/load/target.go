@@ -61,6 +61,8 @@ type target struct {
 	dir      string
 	db       string
 
+	prefilled int // payouts stored before the server started (-prefill)
+
 	mu       sync.Mutex
 	expected []string // event keys this run caused
 }
@@ -182,6 +184,7 @@ func (t *target) start(ctx context.Context, o options, recv *receiver, progress 
 		if err := setWebhookURL(ctx, bin, t.db, t.hot.ID, recv.url); err != nil {
 			return err
 		}
+		t.prefilled = o.prefill
 	}
 
 	args := append([]string{"serve", "-addr", "127.0.0.1:0", "-db", t.db, "-log-format", "json"}, o.serverArgs...)

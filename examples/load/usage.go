@@ -100,7 +100,7 @@ type serverUsage struct {
 	LogLines      int64   `json:"log_lines,omitempty"`
 	LogBytes      int64   `json:"log_bytes,omitempty"`
 	DatabaseBytes int64   `json:"sqlite_bytes,omitempty"` // the SQLite file with its WAL
-	Payouts       int     `json:"payouts"`
+	Payouts       int     `json:"payouts"`                // in the database: the run's and any prefilled
 	BytesPerPay   int64   `json:"sqlite_bytes_per_payout,omitempty"`
 }
 
@@ -128,6 +128,7 @@ func (t *target) usage(ctx context.Context, idle time.Duration) *serverUsage {
 		}
 	}
 	u.LogLines, u.LogBytes = t.logLines.Load(), t.logBytes.Load()
+	u.Payouts = t.prefilled // stored before the run
 	for _, w := range append([]*workspace{t.hot}, t.spread...) {
 		u.Payouts += len(w.acceptedIDs)
 	}
