@@ -136,7 +136,11 @@ func (s *Store) writer() querier {
 // statements of the hot paths are prepared once per connection: the write
 // ones on the writer connection, the read ones on each read connection as
 // it first runs them. (On PostgreSQL, pgx prepares and caches every
-// statement per connection by itself.)
+// statement per connection by itself.) Measured with these lists emptied,
+// alternating runs: BenchmarkCreatePayout/sqlite/parallelx32 88-90 µs
+// prepared against 133-136 µs, BenchmarkBalance/sqlite/serial 15-16.5 µs
+// against 19.5-19.9 µs. The cold paths (listing, admin, the audit) parse
+// their statements each time, and may use bun's query builder.
 var (
 	preparedWrites = []string{insertPayoutSQL, debitSQL, insertLedgerSQL, insertEventSQL,
 		settlePayoutSQL, settleBalanceSQL, insertOrderSQL, payOrderSQL, creditSQL, moveCustomerSQL,
