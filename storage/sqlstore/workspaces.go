@@ -46,11 +46,11 @@ func (s *Store) Workspace(ctx context.Context, id string) (payoutkit.Workspace, 
 
 // WorkspaceCount implements payoutkit.WorkspaceStore.
 func (s *Store) WorkspaceCount(ctx context.Context) (int, error) {
-	var n int
-	if err := s.readRow(ctx, `SELECT count(*) FROM workspaces`).Scan(&n); err != nil {
+	n, err := s.bunReader().NewSelect().Model((*WorkspaceRow)(nil)).Count(ctx)
+	if err != nil {
 		return 0, translate(ctx, "count workspaces", err)
 	}
-	return n, nil
+	return int(n), nil
 }
 
 // WorkspaceIDs implements payoutkit.WorkspaceStore.
@@ -126,13 +126,23 @@ func (s *Store) APIKey(ctx context.Context, prefix string) (payoutkit.APIKey, er
 
 // APIKeys implements payoutkit.KeyStore.
 func (s *Store) APIKeys(ctx context.Context, workspaceID string) ([]payoutkit.APIKey, error) {
-	rows, err := s.reader().QueryContext(ctx,
-		`SELECT `+keyCols+` FROM api_keys WHERE workspace_id = $1 ORDER BY created_at DESC, prefix DESC`, workspaceID)
+	// A cold path (key listings), so bun's query builder over the model.
+	var rows []APIKeyRow
+	err := s.bunReader().NewSelect().Model(&rows).Where("workspace_id = ?", workspaceID).
+		OrderExpr("created_at DESC, prefix DESC").Scan(ctx)
 	if err != nil {
 		return nil, translate(ctx, "API keys", err)
 	}
-	keys, err := collect(rows, scanKey)
-	return keys, translate(ctx, "API keys", err)
+	keys := make([]payoutkit.APIKey, len(rows))
+	for i, r := range rows {
+		k := payoutkit.APIKey{Prefix: r.Prefix, WorkspaceID: r.WorkspaceID,
+			CreatedAt: r.CreatedAt.Time, RevokedAt: r.RevokedAt.Time, LastUsedAt: r.LastUsedAt.Time}
+		if err := (hashCol{&k.Hash}).Scan(r.Hash); err != nil {
+			return nil, err
+		}
+		keys[i] = k
+	}
+	return keys, nil
 }
 
 // RevokeAPIKeys implements payoutkit.KeyStore.
