@@ -19,14 +19,8 @@ import (
 func TestFaultSQLiteDiskFull(t *testing.T) {
 	skipShortFault(t)
 	dsn := filepath.Join(t.TempDir(), "full.db")
-	ws := newFaultWorkspace(t, dsn, "")
-	c := newPayoutClient(ws.key, "0.01")
-	p := startProc(t, "-db", dsn)
-	funded := fund(t, p.url, ws.key, "fund", "100000.00")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	wait := c.start(ctx, func() string { return p.url }, 8)
-	c.waitAcked(t, 30, 60*time.Second)
+	r := startFaultRun(t, dsn, dsn, "100000.00", 8, 30, 60*time.Second)
+	ws, c, p := r.ws, r.c, r.p
 
 	pid := p.cmd.Process.Pid
 	setFileSize := func(limit uint64) {
@@ -54,11 +48,7 @@ func TestFaultSQLiteDiskFull(t *testing.T) {
 		// Recovery without a restart: payouts are accepted again.
 		c.waitAcked(t, 30, 30*time.Second)
 	}
-	cancel()
-	wait()
-	c.converge(t, p.url)
+	r.stopLoad(t)
 	t.Logf("%s", c)
-	p.term(t, 40*time.Second)
-	checkPayouts(t, dsn, ws.id, c, funded)
-	auditExitsZero(t, dsn)
+	r.finish(t)
 }

@@ -226,6 +226,52 @@ func newFaultWorkspace(t testing.TB, dsn, webhookURL string) faultWorkspace {
 
 // fund credits amount to the workspace through an order paid in the
 // sandbox, and returns it in cents.
+// faultRun is one server under a payout load whose clients retry every
+// unanswered payout with the same payout_id, for a fault suite.
+type faultRun struct {
+	dsn    string // the database the checks read (the server may reach it through a proxy)
+	ws     faultWorkspace
+	c      *payoutClient
+	p      *proc
+	funded int64
+	stop   func() // ends the load
+}
+
+// startFaultRun creates a workspace in dsn, starts a server on serverDSN
+// (dsn itself, or a proxy in front of it), funds the workspace with amount,
+// and starts clients payout clients; it returns once acked payouts were
+// accepted within wait.
+func startFaultRun(t *testing.T, dsn, serverDSN, amount string, clients, acked int, wait time.Duration) *faultRun {
+	t.Helper()
+	r := &faultRun{dsn: dsn, ws: newFaultWorkspace(t, dsn, "")}
+	r.c = newPayoutClient(r.ws.key, "0.01")
+	r.p = startProc(t, "-db", serverDSN)
+	r.funded = fund(t, r.p.url, r.ws.key, "fund", amount)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := r.c.start(ctx, func() string { return r.p.url }, clients)
+	r.stop = func() { cancel(); done() }
+	r.c.waitAcked(t, acked, wait)
+	return r
+}
+
+// stopLoad ends the load, then asks again for every payout_id that got no
+// answer until each has one.
+func (r *faultRun) stopLoad(t *testing.T) {
+	t.Helper()
+	r.stop()
+	r.c.converge(t, r.p.url)
+}
+
+// finish stops the server and ends the suite with its checks: every payout
+// answered code 0 exists, none twice, the money adds up, the audit passes.
+func (r *faultRun) finish(t *testing.T) {
+	t.Helper()
+	r.p.term(t, 40*time.Second)
+	checkPayouts(t, r.dsn, r.ws.id, r.c, r.funded)
+	auditExitsZero(t, r.dsn)
+}
+
 func fund(t testing.TB, url, key, orderID, amount string) int64 {
 	t.Helper()
 	for _, step := range []struct{ path, body string }{
@@ -627,9 +673,7 @@ func faultSIGKILL(t *testing.T, dsn string) {
 	p := startProc(t, "-db", dsn)
 	c.converge(t, p.url)
 	t.Logf("%d SIGKILLs: %s", rounds, c)
-	p.term(t, 40*time.Second)
-	checkPayouts(t, dsn, ws.id, c, funded)
-	auditExitsZero(t, dsn)
+	(&faultRun{dsn: dsn, ws: ws, c: c, p: p, funded: funded}).finish(t)
 }
 
 // ---- suite 6: SIGTERM under load ----
@@ -665,9 +709,7 @@ func TestFaultSIGTERMUnderLoad(t *testing.T) {
 	p := startProc(t, "-db", dsn)
 	c.converge(t, p.url)
 	t.Logf("%s", c)
-	p.term(t, 40*time.Second)
-	checkPayouts(t, dsn, ws.id, c, funded)
-	auditExitsZero(t, dsn)
+	(&faultRun{dsn: dsn, ws: ws, c: c, p: p, funded: funded}).finish(t)
 }
 
 // ---- suite 5: SQLite locked by another process ----
@@ -679,14 +721,8 @@ func TestFaultSIGTERMUnderLoad(t *testing.T) {
 func TestFaultSQLiteLocked(t *testing.T) {
 	skipShortFault(t)
 	dsn := filepath.Join(t.TempDir(), "locked.db")
-	ws := newFaultWorkspace(t, dsn, "")
-	c := newPayoutClient(ws.key, "0.01")
-	p := startProc(t, "-db", dsn)
-	funded := fund(t, p.url, ws.key, "fund", "100000.00")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	wait := c.start(ctx, func() string { return p.url }, 8)
-	c.waitAcked(t, 30, 60*time.Second)
+	r := startFaultRun(t, dsn, dsn, "100000.00", 8, 30, 60*time.Second)
+	ws, c, p := r.ws, r.c, r.p
 
 	for round := range faultCount(1, 3) {
 		locker := openDB(t, dsn)
@@ -718,9 +754,7 @@ func TestFaultSQLiteLocked(t *testing.T) {
 		// Recovery without a restart: payouts are accepted again.
 		c.waitAcked(t, 30, 30*time.Second)
 	}
-	cancel()
-	wait()
-	c.converge(t, p.url)
+	r.stopLoad(t)
 	t.Logf("%s", c)
 	// No request hung on the lock: every answer came within the busy
 	// timeout and a batch's work, far below the client's 30 s.
@@ -730,9 +764,7 @@ func TestFaultSQLiteLocked(t *testing.T) {
 	if n := c.transport.Load(); n != 0 {
 		t.Errorf("%d requests got no answer", n)
 	}
-	p.term(t, 40*time.Second)
-	checkPayouts(t, dsn, ws.id, c, funded)
-	auditExitsZero(t, dsn)
+	r.finish(t)
 }
 
 // TestFaultSQLiteAdminUnderLoad: the admin commands, run as their own
@@ -741,14 +773,8 @@ func TestFaultSQLiteLocked(t *testing.T) {
 func TestFaultSQLiteAdminUnderLoad(t *testing.T) {
 	skipShortFault(t)
 	dsn := filepath.Join(t.TempDir(), "admin.db")
-	ws := newFaultWorkspace(t, dsn, "")
-	c := newPayoutClient(ws.key, "0.01")
-	p := startProc(t, "-db", dsn)
-	funded := fund(t, p.url, ws.key, "fund", "1000000.00")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	wait := c.start(ctx, func() string { return p.url }, faultCount(8, 32))
-	c.waitAcked(t, 100, 60*time.Second)
+	r := startFaultRun(t, dsn, dsn, "1000000.00", faultCount(8, 32), 100, 60*time.Second)
+	ws, c, p := r.ws, r.c, r.p
 
 	// A command, started as its own process, has the server pause between
 	// its commits (sqlstore.WithPriorityWrites) and so gets the lock at its
@@ -788,13 +814,9 @@ func TestFaultSQLiteAdminUnderLoad(t *testing.T) {
 			t.Fatalf("round %d: the revoked key on the next request: %d %+v %v", round, st, env, err)
 		}
 	}
-	cancel()
-	wait()
-	c.converge(t, p.url)
+	r.stopLoad(t)
 	t.Logf("%s", c)
-	p.term(t, 40*time.Second)
-	checkPayouts(t, dsn, ws.id, c, funded)
-	auditExitsZero(t, dsn)
+	r.finish(t)
 }
 
 // ---- suites 3 and 4: PostgreSQL connections cut, PostgreSQL gone ----
@@ -809,15 +831,8 @@ func TestFaultPostgresConnectionCuts(t *testing.T) {
 	skipShortFault(t)
 	dsn := sqltest.Postgres(t)
 	proxied, proxy := proxiedDSN(t, dsn)
-	ws := newFaultWorkspace(t, dsn, "")
-	c := newPayoutClient(ws.key, "0.01")
-	p := startProc(t, "-db", proxied)
-	funded := fund(t, p.url, ws.key, "fund", "100000.00")
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	wait := c.start(ctx, func() string { return p.url }, 8)
-	c.waitAcked(t, 20, 30*time.Second)
+	r := startFaultRun(t, dsn, proxied, "100000.00", 8, 20, 30*time.Second)
+	c := r.c
 	proxy.SetDropRate(0.02)
 	deadline := time.Now().Add(time.Duration(faultCount(4, 30)) * time.Second)
 	for time.Now().Before(deadline) || proxy.cuts.Load() < 10 {
@@ -830,9 +845,7 @@ func TestFaultPostgresConnectionCuts(t *testing.T) {
 	// The pool recovers by itself: payouts are accepted again, through the
 	// same process.
 	c.waitAcked(t, 30, 30*time.Second)
-	cancel()
-	wait()
-	c.converge(t, p.url)
+	r.stopLoad(t)
 	t.Logf("%d connections cut: %s", proxy.cuts.Load(), c)
 	if c.internal.Load() == 0 {
 		t.Errorf("no request failed while connections were cut")
@@ -840,9 +853,7 @@ func TestFaultPostgresConnectionCuts(t *testing.T) {
 	if n := c.transport.Load(); n != 0 {
 		t.Errorf("%d requests got no answer from a server that never stopped", n)
 	}
-	p.term(t, 40*time.Second)
-	checkPayouts(t, dsn, ws.id, c, funded)
-	auditExitsZero(t, dsn)
+	r.finish(t)
 }
 
 // TestFaultPostgresOutage: PostgreSQL goes away while the server runs (the
@@ -855,15 +866,8 @@ func TestFaultPostgresOutage(t *testing.T) {
 	skipShortFault(t)
 	dsn := sqltest.Postgres(t)
 	proxied, proxy := proxiedDSN(t, dsn)
-	ws := newFaultWorkspace(t, dsn, "")
-	c := newPayoutClient(ws.key, "0.01")
-	p := startProc(t, "-db", proxied)
-	funded := fund(t, p.url, ws.key, "fund", "100000.00")
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	wait := c.start(ctx, func() string { return p.url }, 4)
-	c.waitAcked(t, 20, 30*time.Second)
+	r := startFaultRun(t, dsn, proxied, "100000.00", 4, 20, 30*time.Second)
+	ws, c, p := r.ws, r.c, r.p
 
 	probe := func(path string) (int, envelope) {
 		st, env, _, err := doJSON(context.Background(), plainClient, "GET", p.url+path, ws.key, "")
@@ -914,16 +918,12 @@ func TestFaultPostgresOutage(t *testing.T) {
 		c.waitAcked(t, 20, 30*time.Second)
 		t.Logf("round %d: %d backends terminated", round, killed)
 	}
-	cancel()
-	wait()
-	c.converge(t, p.url)
+	r.stopLoad(t)
 	t.Logf("%s", c)
 	if n := c.transport.Load(); n != 0 {
 		t.Errorf("%d requests got no answer from a server that never stopped", n)
 	}
-	p.term(t, 40*time.Second)
-	checkPayouts(t, dsn, ws.id, c, funded)
-	auditExitsZero(t, dsn)
+	r.finish(t)
 }
 
 // waitAnswer waits up to 30 s for cond.
