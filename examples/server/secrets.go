@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -87,4 +89,23 @@ func secretsReseal(ctx context.Context, args []string, stdout, stderr io.Writer)
 			len(rep.Failed), envSecretKeyPrevious)
 	}
 	return nil
+}
+
+// cursorKey derives the key of list cursors' HMAC from the current sealing
+// key (PAYOUTKIT_SECRET_KEY), so that instances sharing the key accept each
+// other's cursors and nobody without it can forge one; nil (the engine's
+// fixed default key) when none is set. Rotating the sealing key invalidates
+// the cursors in flight, which clients then start again.
+func cursorKey() []byte {
+	cur := strings.TrimSpace(os.Getenv(envSecretKey))
+	if cur == "" {
+		return nil
+	}
+	k, err := payoutkit.ParseSealKey(cur)
+	if err != nil {
+		return nil // secretKeys reports it
+	}
+	mac := hmac.New(sha256.New, k.Key)
+	mac.Write([]byte("payoutkit list cursors"))
+	return mac.Sum(nil)
 }

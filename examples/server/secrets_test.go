@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/base64"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +15,10 @@ import (
 	"sync"
 	"testing"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/storage/memstore"
 )
 
 // signedReceiver is a real HTTP webhook receiver that checks each
@@ -184,5 +188,62 @@ func TestSecretKeyEnvironment(t *testing.T) {
 	t.Setenv(envSecretKeyPrevious, "")
 	if _, err := command(t, "secrets", "reseal", "-db", db); err == nil || !strings.Contains(err.Error(), envSecretKey) {
 		t.Fatalf("reseal without a key: %v", err)
+	}
+}
+
+// With PAYOUTKIT_SECRET_KEY set, list cursors are keyed from it: instances
+// sharing the key accept each other's cursors, and a cursor made under
+// another key (or the public default) is refused.
+func TestCursorKeyFromSecretKey(t *testing.T) {
+	t.Setenv(envSecretKey, "")
+	if cursorKey() != nil {
+		t.Fatal("a cursor key without PAYOUTKIT_SECRET_KEY")
+	}
+	key := func() string {
+		b := make([]byte, payoutkit.SealKeySize)
+		rand.Read(b)
+		return base64.StdEncoding.EncodeToString(b)
+	}
+	k1, k2 := key(), key()
+	t.Setenv(envSecretKey, k1)
+	c1 := cursorKey()
+	t.Setenv(envSecretKey, k2)
+	c2 := cursorKey()
+	if len(c1) != 32 || bytes.Equal(c1, c2) {
+		t.Fatalf("cursor keys %x and %x: want 32 bytes, different per sealing key", c1, c2)
+	}
+
+	store := memstore.New()
+	engine := func(k []byte) *payoutkit.Engine {
+		e, err := payoutkit.New(store, &payoutkit.Config{PasswordCost: bcrypt.MinCost, CursorKey: k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	a, b, sameAsA, public := engine(c1), engine(c2), engine(c1), engine(nil)
+	ctx := t.Context()
+	nw, err := a.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Cursors"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := nw.Workspace.ID
+	for _, id := range []string{"o-1", "o-2", "o-3"} {
+		if _, _, err := a.CreateOrder(ctx, ws, payoutkit.CreateOrderRequest{OrderID: id, Amount: "1.00"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := a.ListOrders(ctx, ws, payoutkit.ListOrdersRequest{Limit: 1})
+	if err != nil || page.NextCursor == "" {
+		t.Fatalf("first page: %+v, %v", page, err)
+	}
+	next := payoutkit.ListOrdersRequest{Limit: 1, Cursor: page.NextCursor}
+	if _, err := sameAsA.ListOrders(ctx, ws, next); err != nil {
+		t.Errorf("another instance with the same key refused the cursor: %v", err)
+	}
+	for name, e := range map[string]*payoutkit.Engine{"another key": b, "the default key": public} {
+		if _, err := e.ListOrders(ctx, ws, next); !errors.Is(err, payoutkit.ErrInvalidInput) {
+			t.Errorf("a cursor under %s: %v; want ErrInvalidInput", name, err)
+		}
 	}
 }

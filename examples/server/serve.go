@@ -90,7 +90,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg := &payoutkit.Config{Logger: log, PasswordCost: passwordCost, SecretKeys: keys, ObservePayout: m.observePayout()}
+	cfg := &payoutkit.Config{Logger: log, PasswordCost: passwordCost, SecretKeys: keys, ObservePayout: m.observePayout(),
+		CursorKey: cursorKey()}
 	cfg.Coins = coins // nil: the default list
 	if *sandbox {
 		// Payouts reach it through the dispatcher's hand-off loop below.
