@@ -730,7 +730,17 @@ func TestFaultSQLiteLocked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Take the lock as an admin command does (sqlstore.WithPriorityWrites):
+		// under this load the server leaves it free only for moments, so
+		// it is asked to pause, then made to wait behind the held lock.
+		priority := dsn + "-priority"
+		if err := os.WriteFile(priority, []byte("test"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(priority); err != nil {
 			t.Fatal(err)
 		}
 		internalBefore := c.internal.Load()
