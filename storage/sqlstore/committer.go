@@ -289,25 +289,7 @@ func (c *committer) run(batch []*txRequest) {
 			}
 		}
 	}
-	if kept == 0 { // nothing to keep: no COMMIT, no fsync
-		_ = tx.Rollback()
-	} else {
-		err = nil
-		if hook := c.beforeCommit.Load(); hook != nil {
-			err = (*hook)(len(batch))
-		}
-		if err == nil {
-			err = tx.Commit()
-		}
-		if err != nil {
-			_ = tx.Rollback()
-			fail(err)
-			return
-		}
-	}
-	for _, r := range batch {
-		r.done <- r.err
-	}
+	c.finish(tx, batch, kept)
 }
 
 // pgBatchTimeout bounds one PostgreSQL batch, so that a connection lost
@@ -349,9 +331,17 @@ func (c *committer) runPG(batch []*txRequest) {
 			kept++
 		}
 	}
+	c.finish(tx, batch, kept)
+}
+
+// finish ends a batch whose writes ran in tx, kept of them with a change:
+// it commits (or, with nothing to keep, rolls back: no COMMIT, no fsync)
+// and answers every writer only then; a failed COMMIT fails them all.
+func (c *committer) finish(tx *sql.Tx, batch []*txRequest, kept int) {
 	if kept == 0 {
 		_ = tx.Rollback()
 	} else {
+		var err error
 		if hook := c.beforeCommit.Load(); hook != nil {
 			err = (*hook)(len(batch))
 		}
@@ -360,7 +350,9 @@ func (c *committer) runPG(batch []*txRequest) {
 		}
 		if err != nil {
 			_ = tx.Rollback()
-			fail(err)
+			for _, r := range batch {
+				r.done <- err
+			}
 			return
 		}
 	}
