@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"sync"
 	"time"
@@ -153,10 +154,10 @@ func (m *metrics) observeAttempt() func(payoutkit.DeliveryAttempt, payoutkit.Eve
 }
 
 // serveMetrics adds the outbox's series, listens on addr and serves GET
-// /metrics there (and nothing else) until the returned stop is called. The
-// listener is separate from the API's, so that the metrics are never
-// reachable where the API is published.
-func (m *metrics) serveMetrics(ctx context.Context, addr string, store payoutkit.Store, log *slog.Logger) (stop func(), err error) {
+// /metrics there (and, with withPprof, Go's profiles under /debug/pprof/)
+// until the returned stop is called. The listener is separate from the
+// API's, so that neither is ever reachable where the API is published.
+func (m *metrics) serveMetrics(ctx context.Context, addr string, withPprof bool, store payoutkit.Store, log *slog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -172,10 +173,17 @@ func (m *metrics) serveMetrics(ctx context.Context, addr string, store payoutkit
 		MaxRequestsInFlight: 4,
 		Timeout:             30 * time.Second,
 	}))
+	if withPprof {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
-		WriteTimeout:      60 * time.Second,
+		WriteTimeout:      2 * time.Minute, // longer than a CPU profile's default 30 s
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          errLog,
 	}

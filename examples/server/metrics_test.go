@@ -205,7 +205,7 @@ func TestMetrics(t *testing.T) {
 	if strings.Contains(string(body), "payoutkit_http_requests_total") || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
 		t.Errorf("the API listener answered /metrics with %s %q", resp.Status, body)
 	}
-	for _, path := range []string{"/", "/v1/balance", "/healthz"} {
+	for _, path := range []string{"/", "/v1/balance", "/healthz", "/debug/pprof/"} { // profiles only with -pprof
 		resp, err := http.Get(metricsURL + path)
 		if err != nil {
 			t.Fatal(err)
@@ -239,6 +239,41 @@ func TestMetricsOffByDefault(t *testing.T) {
 	}
 	if _, ok := value(fams, "payoutkit_payouts_created_total"); !ok {
 		t.Fatalf("no payoutkit_payouts_created_total in %d families", len(fams))
+	}
+}
+
+// With -pprof, the metrics listener serves Go's profiles, and only it: the
+// API's listener does not. Without -metrics-addr, -pprof is refused.
+func TestPprof(t *testing.T) {
+	s, metricsURL := startServerWithMetrics(t, "-db", filepath.Join(t.TempDir(), "payoutkit.db"), "-metrics-addr", "127.0.0.1:0", "-pprof")
+	if metricsURL == "" {
+		t.Fatal("no metrics listener")
+	}
+	for _, c := range []struct {
+		url  string
+		want int
+	}{
+		{metricsURL + "/debug/pprof/goroutine?debug=1", http.StatusOK},
+		{metricsURL + "/debug/pprof/heap", http.StatusOK},
+		{s.url + "/debug/pprof/goroutine?debug=1", http.StatusNotFound},
+	} {
+		resp, err := http.Get(c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("GET %s: %s; want %d", c.url, resp.Status, c.want)
+		}
+		if c.want == http.StatusOK && len(body) == 0 {
+			t.Errorf("GET %s: an empty profile", c.url)
+		}
+	}
+
+	var stderr strings.Builder
+	if err := run(t.Context(), []string{"serve", "-db", filepath.Join(t.TempDir(), "p.db"), "-pprof"}, io.Discard, &stderr); err == nil || !strings.Contains(stderr.String()+err.Error(), "-pprof needs -metrics-addr") {
+		t.Errorf("serve -pprof without -metrics-addr: %v %s; want a usage error", err, stderr.String())
 	}
 }
 

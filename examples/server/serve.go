@@ -50,6 +50,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	lease := fs.Duration("delivery-lease", time.Minute, "how long a webhook event or payout hand-off claimed by this instance stays reserved to it; another instance takes it over this `duration` after this one dies (at least 2s; under 20s shortens the webhook timeout to half of it)")
 	coinsFile := fs.String("coins", "", "JSON `file` listing the payout coins with their decimals and limits, replacing the default list")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at /metrics on this separate `address`, never on -addr (empty: off)")
+	withPprof := fs.Bool("pprof", false, "also serve Go's profiles (net/http/pprof) at /debug/pprof/ on -metrics-addr")
 	if err := parseFlags(fs, args, nil); err != nil {
 		return err
 	}
@@ -68,6 +69,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usagef("-event-retention must not be zero (negative keeps every event)")
 	case *lease < 2*time.Second:
 		return usagef("-delivery-lease must be at least 2s")
+	case *withPprof && *metricsAddr == "":
+		return usagef("-pprof needs -metrics-addr")
 	}
 
 	coins, err := loadCoins(*coinsFile)
@@ -119,7 +122,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if m != nil {
-		stopMetrics, err := m.serveMetrics(ctx, *metricsAddr, store, log)
+		stopMetrics, err := m.serveMetrics(ctx, *metricsAddr, *withPprof, store, log)
 		if err != nil {
 			return fmt.Errorf("metrics listener: %w", err)
 		}
