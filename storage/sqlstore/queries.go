@@ -42,7 +42,11 @@ func queriesFor(dialect string) *queries {
 // Claims: $1 now, $2 lease until, $3 limit, $4 owner; for events, $5 a
 // JSON array of the workspaces to pass over. Due events are read soonest
 // due first through events_due, so a backlog waiting for its retries costs
-// nothing; passing over a workspace costs a scan of its due events. An
+// nothing; passing over a workspace costs a scan of its due events. The
+// order is the index's own, so that a claim reads its LIMIT of due events
+// and stops: sorted any other way, every claim would read and sort all the
+// due events, and a backlog (a load faster than the receiver) would make
+// each claim slower than the last. An
 // event is a candidate only when no earlier event of its subject is
 // pending, whether or not that one is due, so that a subject's events go
 // out in order. Every pending event has a next_attempt_at.
@@ -55,7 +59,7 @@ const claimEventsSQL = `WITH due AS MATERIALIZED (
 		AND NOT EXISTS (
 			SELECT 1 FROM events b
 			WHERE b.state = 'pending' AND b.workspace_id = e.workspace_id AND b.subject = e.subject AND b.seq < e.seq)
-	ORDER BY e.next_attempt_at, e.seq
+	ORDER BY e.next_attempt_at, e.workspace_id, e.seq
 	LIMIT $3
 	%s
 )
