@@ -41,7 +41,14 @@ func (s *Store) ClaimEventsExcept(ctx context.Context, owner string, now, leaseU
 	return evs, nil
 }
 
-const insertAttemptSQL = `INSERT INTO delivery_attempts (` + attemptCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7)`
+const (
+	insertAttemptSQL = `INSERT INTO delivery_attempts (` + attemptCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7)`
+	// SQLite's RecordAttempt: the event's new state, if its lease is still
+	// owner's.
+	recordAttemptSQL = `UPDATE events SET state = $3, attempts = $4, next_attempt_at = $5, last_error = $6,
+		lease_owner = NULL, lease_until = NULL
+		WHERE id = $1 AND lease_owner = $2 AND state = 'pending'`
+)
 
 // RecordAttempt implements payoutkit.Outbox.
 func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.DeliveryAttempt, next payoutkit.EventDelivery) error {
@@ -63,16 +70,14 @@ func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.Del
 		// Refusal-safe: the UPDATE refuses (nothing leased to owner) before
 		// anything changed.
 		err = s.writeTxRefusalSafe(ctx, "", func(ctx context.Context, tx *sql.Tx) error {
-			res, err := tx.ExecContext(ctx, `UPDATE events SET state = $3, attempts = $4, next_attempt_at = $5, last_error = $6,
-				lease_owner = NULL, lease_until = NULL
-				WHERE id = $1 AND lease_owner = $2 AND state = 'pending'`, eventArgs...)
+			res, err := s.txExec(ctx, tx, recordAttemptSQL, eventArgs...)
 			if err != nil {
 				return err
 			}
 			if err := mustAffect(res, errNothingToCommit); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, insertAttemptSQL, append([]any{a.EventID}, attemptArgs...)...); err != nil {
+			if _, err := s.txExec(ctx, tx, insertAttemptSQL, append([]any{a.EventID}, attemptArgs...)...); err != nil {
 				return err
 			}
 			recorded = true

@@ -234,12 +234,15 @@ func (s *Store) ClaimPayoutHandoffs(ctx context.Context, owner string, now, leas
 	return ls, nil
 }
 
+// markHandedOffSQL records a hand-off if the claim (owner and fencing token)
+// still holds.
+const markHandedOffSQL = `UPDATE payouts SET handed_off_at = COALESCE(handed_off_at, $3), handoff_lease_until = NULL
+	WHERE workspace_id = $1 AND payout_id = $2 AND handoff_owner = $4 AND handoff_token = $5`
+
 // MarkPayoutHandedOff implements payoutkit.PayoutStore: a conditional
 // update on the claim's owner and fencing token.
 func (s *Store) MarkPayoutHandedOff(ctx context.Context, l payoutkit.PayoutLease, at time.Time) error {
-	res, err := s.writeExec(ctx, l.WorkspaceID, `UPDATE payouts SET handed_off_at = COALESCE(handed_off_at, $3), handoff_lease_until = NULL
-		WHERE workspace_id = $1 AND payout_id = $2 AND handoff_owner = $4 AND handoff_token = $5`,
-		l.WorkspaceID, l.PayoutID, s.ts(at), l.Owner, l.Token)
+	res, err := s.writeExec(ctx, l.WorkspaceID, markHandedOffSQL, l.WorkspaceID, l.PayoutID, s.ts(at), l.Owner, l.Token)
 	if err != nil {
 		return translate(ctx, "mark payout handed off", err)
 	}

@@ -98,7 +98,7 @@ func (s *Store) writeRows(ctx context.Context, read func(*sql.Rows) error, query
 		return read(rows)
 	}
 	return s.batch.do(ctx, "", true, func(ctx context.Context, tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, query, args...)
+		rows, err := s.txQuery(ctx, tx, query, args...)
 		if err != nil {
 			return err
 		}
@@ -144,7 +144,7 @@ func (s *Store) writer() querier {
 var (
 	preparedWrites = []string{insertPayoutSQL, debitSQL, insertLedgerSQL, insertEventSQL,
 		settlePayoutSQL, settleBalanceSQL, insertOrderSQL, payOrderSQL, creditSQL, moveCustomerSQL,
-		savepointSQL, releaseSQL, rollbackToSQL}
+		savepointSQL, releaseSQL, rollbackToSQL, recordAttemptSQL, insertAttemptSQL, markHandedOffSQL}
 	preparedReads = []string{selectPayoutSQL, selectOrderSQL, balanceSQL, apiKeySQL, workspaceSQL}
 )
 
@@ -154,7 +154,8 @@ func (s *Store) prepare(ctx context.Context) error {
 		return nil
 	}
 	s.wstmts, s.rstmts = make(map[string]*sql.Stmt), make(map[string]*sql.Stmt)
-	for _, q := range preparedWrites {
+	// The claims differ between the dialects.
+	for _, q := range append(slices.Clip(preparedWrites), s.q.claimEvents, s.q.claimHandoffs) {
 		st, err := s.w.DB.PrepareContext(ctx, q)
 		if err != nil {
 			return fmt.Errorf("sqlstore: preparing statements: %w", err)
@@ -171,7 +172,8 @@ func (s *Store) prepare(ctx context.Context) error {
 	return nil
 }
 
-// txExec runs a write statement in tx, prepared if it is one of preparedWrites.
+// txExec runs a write statement in tx, prepared if it is one of
+// preparedWrites or a claim.
 func (s *Store) txExec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
 	if st := s.wstmts[query]; st != nil {
 		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
@@ -186,6 +188,15 @@ func (s *Store) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args .
 		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
 	return tx.QueryRowContext(ctx, query, args...)
+}
+
+// txQuery runs a statement that returns rows in tx, prepared if it is one
+// of preparedWrites or a claim.
+func (s *Store) txQuery(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
+	if st := s.wstmts[query]; st != nil {
+		return tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
+	return tx.QueryContext(ctx, query, args...)
 }
 
 // exec runs a single write statement outside a transaction.
