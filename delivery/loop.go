@@ -84,6 +84,14 @@ func run[T any](ctx context.Context, d *Dispatcher, l leased[T]) {
 			waiting = append(waiting, j)
 		}
 	}
+	// A claim that passes over busy tenants reads every due item of theirs
+	// (a receiver that hangs, or a load faster than it, leaves thousands):
+	// when one comes back short, the next waits a tenth of the poll interval
+	// rather than follow every finished worker, so that the scans take a
+	// bounded share of the store and other tenants' items still start
+	// within a tenth of a poll.
+	var nextPassOver time.Time
+	passOverWait := d.cfg.PollInterval / 10
 	tenantFull := func(tenant string) bool { return l.tenant != nil && perTenant[tenant] >= l.perTenant }
 	// startable reports whether a job may start now, time permitting.
 	startable := func(j job[T]) bool {
@@ -107,16 +115,19 @@ func run[T any](ctx context.Context, d *Dispatcher, l leased[T]) {
 			return false
 		})
 		again := false
-		if free := limit - len(running); free > 0 {
+		var full []string // tenants with their share of workers
+		for tenant := range perTenant {
+			if tenantFull(tenant) {
+				full = append(full, tenant)
+			}
+		}
+		if free := limit - len(running); free > 0 && (len(full) == 0 || !now.Before(nextPassOver)) {
 			n := min(free, d.cfg.BatchSize)
 			leaseUntil := now.Add(d.cfg.Lease)
-			var full []string // tenants with their share of workers
-			for tenant := range perTenant {
-				if tenantFull(tenant) {
-					full = append(full, tenant)
-				}
-			}
 			items, err := l.claim(ctx, now, leaseUntil, n, full)
+			if len(full) > 0 && len(items) < n {
+				nextPassOver = now.Add(passOverWait)
+			}
 			if err != nil && ctx.Err() == nil {
 				d.quiet.log(ctx, d.log, slog.LevelWarn, "claim "+l.name, "claiming "+l.name+"; will try again", "err", err)
 			}
@@ -154,6 +165,9 @@ func run[T any](ctx context.Context, d *Dispatcher, l leased[T]) {
 			continue
 		}
 		wakeAt := now.Add(d.cfg.PollInterval)
+		if len(full) > 0 && nextPassOver.After(now) && nextPassOver.Before(wakeAt) && len(running) < limit {
+			wakeAt = nextPassOver
+		}
 		for _, j := range waiting {
 			if startable(j) && j.again.Before(wakeAt) {
 				wakeAt = j.again
