@@ -15,7 +15,7 @@ import (
 // request is one API call of a workload. answered, if set, learns the
 // envelope's code and when the answer arrived; unanswered, if set, learns
 // that no answer came (a transport error, or the run ended first), so the
-// request's outcome is unknown until it is looked up.
+// request's outcome is unknown until it is sent again.
 type request struct {
 	method, path, key string
 	body              []byte

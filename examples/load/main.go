@@ -241,6 +241,9 @@ func execute(ctx context.Context, o options, progress func(string, ...any)) (*re
 	rep.MoneyOK, rep.Money = t.checkMoney(ctx)
 	rep.EventsOK = true
 	if t.receives() {
+		// Unanswered payouts sent again by the money check may have
+		// just been created; wait for their events too.
+		recv.waitDelivered(ctx, time.Now(), o.drainWait)
 		rep.Events = recv.check(t.expectedEvents())
 		rep.EventsOK = rep.Events.Missing == 0 && rep.Events.BadSignatures == 0
 	}

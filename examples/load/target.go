@@ -27,13 +27,20 @@ type workspace struct {
 	funded                              int64 // cents paid in by this run
 	accepted                            atomic.Int64
 	acceptedIDs                         []string // payout ids answered code 0
-	unknownIDs                          []string // payout ids never answered
+	unknown                             []unknownPayout
 	mu                                  sync.Mutex
 }
 
-func (w *workspace) unanswered(payoutID string) {
+// unknownPayout is a payout request whose outcome the run never learned:
+// no answer, or 50000.
+type unknownPayout struct {
+	id   string
+	body []byte
+}
+
+func (w *workspace) unanswered(payoutID string, body []byte) {
 	w.mu.Lock()
-	w.unknownIDs = append(w.unknownIDs, payoutID)
+	w.unknown = append(w.unknown, unknownPayout{payoutID, body})
 	w.mu.Unlock()
 }
 
@@ -310,7 +317,7 @@ type moneyCheck struct {
 	Funded         string `json:"funded"`
 	Accepted       string `json:"accepted"` // payouts answered code 0
 	Payouts        int    `json:"payouts"`
-	Unanswered     int    `json:"unanswered"` // resolved by looking them up
+	Unanswered     int    `json:"unanswered"` // resolved by sending them again
 	WantAvailable  string `json:"want_available"`
 	Available      string `json:"available"`
 	SampledFound   int    `json:"sampled_payouts_found"`
@@ -326,7 +333,7 @@ func (t *target) checkMoney(ctx context.Context) (bool, []moneyCheck) {
 	ok := true
 	var out []moneyCheck
 	for _, w := range append([]*workspace{t.hot}, t.spread...) {
-		unanswered := len(w.unknownIDs)
+		unanswered := len(w.unknown)
 		if err := t.resolveUnknown(ctx, hc, w); err != nil {
 			out = append(out, moneyCheck{Workspace: w.ID, Problem: err.Error()})
 			ok = false
@@ -364,28 +371,29 @@ func (t *target) checkMoney(ctx context.Context) (bool, []moneyCheck) {
 	return ok, out
 }
 
-// resolveUnknown looks up every payout whose request got no answer, as a
-// client retrying with the same payout_id would: one that exists was
-// accepted (and has its event), one that does not never moved money.
+// resolveUnknown sends every payout whose request got no answer again, as
+// a retrying client would: the same payout_id is accepted once, so the
+// answer says whether the first request moved the money (a replay), or
+// whether this one does. (Looking the payout up instead would race with a
+// request the server is still committing when the run ends.)
 func (t *target) resolveUnknown(ctx context.Context, hc *http.Client, w *workspace) error {
-	for _, id := range w.unknownIDs {
-		body := fmt.Appendf(nil, `{"payout_id":%q}`, id)
-		err := getJSON(ctx, hc, t.url, request{method: "POST", path: "/v1/payouts/info", key: w.Key, body: body}, nil)
-		var notFound *apiError
+	for _, u := range w.unknown {
+		err := getJSON(ctx, hc, t.url, request{method: "POST", path: "/v1/payouts", key: w.Key, body: u.body}, nil)
+		var refused *apiError
 		switch {
 		case err == nil:
-			w.accept(id, t.payoutCent)
+			w.accept(u.id, t.payoutCent)
 			if w.ID != "" {
 				t.mu.Lock()
-				t.expected = append(t.expected, eventKey("payout.submitted", w.ID, id))
+				t.expected = append(t.expected, eventKey("payout.submitted", w.ID, u.id))
 				t.mu.Unlock()
 			}
-		case errors.As(err, &notFound) && notFound.code == 40400:
+		case errors.As(err, &refused) && refused.code != 50000: // refused: no money moved
 		default:
-			return fmt.Errorf("looking up an unanswered payout: %w", err)
+			return fmt.Errorf("sending an unanswered payout again: %w", err)
 		}
 	}
-	w.unknownIDs = nil
+	w.unknown = nil
 	return nil
 }
 

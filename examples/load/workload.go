@@ -17,13 +17,13 @@ func runWorkload(ctx context.Context, o options, t *target, name string) (result
 	payout := func(c int, w *workspace) request {
 		seq[c]++
 		id := fmt.Sprintf("ld-%s-%s-%d-%d", t.run, name, c, seq[c])
+		body := fmt.Appendf(nil, `{"payout_id":%q,"amount":%q,"asset":"USDT","network":"TRON","address":%q,"payer_id":"payer-%d"}`,
+			id, amount, payoutAddress, seq[c]%1000)
 		return request{
-			method: "POST", path: "/v1/payouts", key: w.Key,
-			body: fmt.Appendf(nil, `{"payout_id":%q,"amount":%q,"asset":"USDT","network":"TRON","address":%q,"payer_id":"payer-%d"}`,
-				id, amount, payoutAddress, seq[c]%1000),
+			method: "POST", path: "/v1/payouts", key: w.Key, body: body,
 			answered: func(code int, at time.Time) {
-				if code == 50000 { // the outcome is unknown: look it up at the end
-					w.unanswered(id)
+				if code == 50000 { // the outcome is unknown: send it again at the end
+					w.unanswered(id, body)
 				}
 				if code != 0 {
 					return
@@ -33,7 +33,7 @@ func runWorkload(ctx context.Context, o options, t *target, name string) (result
 					t.expectEvent(eventKey("payout.submitted", w.ID, id), at)
 				}
 			},
-			unanswered: func() { w.unanswered(id) },
+			unanswered: func() { w.unanswered(id, body) },
 		}
 	}
 	balance := request{method: "GET", path: "/v1/balance", key: t.hot.Key}
