@@ -384,9 +384,7 @@ func (t *target) resolveUnknown(ctx context.Context, hc *http.Client, w *workspa
 		case err == nil:
 			w.accept(u.id, t.payoutCent)
 			if w.ID != "" {
-				t.mu.Lock()
-				t.expected = append(t.expected, eventKey("payout.submitted", w.ID, u.id))
-				t.mu.Unlock()
+				t.expectEvent(eventKey("payout.submitted", w.ID, u.id), time.Now())
 			}
 		case errors.As(err, &refused) && refused.code != 50000: // refused: no money moved
 		default:
