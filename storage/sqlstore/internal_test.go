@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/storage/sqlstore/sqltest"
 )
 
 // The settings the store's guarantees rest on are in force on every
@@ -165,5 +166,78 @@ func TestSQLitePlans(t *testing.T) {
 				t.Errorf("%s sorts its rows (%s):\n%s", c.name, line, text)
 			}
 		}
+	}
+}
+
+// On PostgreSQL the claims walk their index in its order and stop at their
+// LIMIT whatever the table's statistics say: here ten thousand events are
+// due and the table was never analyzed since it was created empty, the
+// state in which the planner otherwise reads every due row and sorts them.
+func TestPostgresClaimPlans(t *testing.T) {
+	s, err := Open(t.Context(), sqltest.Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	if _, err := s.writer().ExecContext(ctx, `INSERT INTO workspaces (id, name, webhook_url, webhook_secret, created_at) VALUES ('ws', 'Plans', 'https://hooks.example/x', 'whsec_x', now())`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.writer().ExecContext(ctx, `INSERT INTO events (id, workspace_id, type, subject, created_at, body, state, attempts, next_attempt_at, last_error)
+		SELECT 'evt_' || i, 'ws', 'payout.submitted', 'payout:po-' || i, now() - interval '1 hour', '\x7b7d', 'pending', 0, now() - interval '1 hour' + i * interval '1 ms', ''
+		FROM generate_series(1, 10000) AS i`); err != nil {
+		t.Fatal(err)
+	}
+	now, until := time.Now().UTC(), time.Now().UTC().Add(time.Minute)
+	for _, c := range []struct {
+		name, query, index string
+		args               []any
+	}{
+		{"claim events", s.q.claimEvents, "events_due", []any{now, until, 100, "owner", "[]"}},
+		{"claim events passing over a workspace", s.q.claimEvents, "events_due", []any{now, until, 100, "owner", `["ws_other"]`}},
+		{"claim hand-offs", s.q.claimHandoffs, "payouts_handoff_due", []any{now, until, 100, "owner"}},
+	} {
+		tx, err := s.w.DB.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, pgClaimSettings); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := tx.QueryContext(ctx, "EXPLAIN "+c.query, c.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		rows.Close()
+		tx.Rollback()
+		text := strings.Join(plan, "\n")
+		if !strings.Contains(text, "Index Scan using "+c.index+" on ") {
+			t.Errorf("%s does not walk %s:\n%s", c.name, c.index, text)
+		}
+		if strings.Contains(text, "Sort") || strings.Contains(text, "Bitmap") {
+			t.Errorf("%s reads and sorts every due row:\n%s", c.name, text)
+		}
+	}
+
+	// And it claims the soonest due, leaving the defaults to the batch's
+	// other writes.
+	evs, err := s.ClaimEvents(ctx, "owner", now, until, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 3 || evs[0].ID != "evt_1" || evs[2].ID != "evt_3" {
+		t.Errorf("claimed %v; want evt_1 to evt_3", evs)
+	}
+	var sortOn string
+	if err := s.writer().QueryRowContext(ctx, "SHOW enable_sort").Scan(&sortOn); err != nil || sortOn != "on" {
+		t.Errorf("enable_sort after a claim: %q, %v; want on", sortOn, err)
 	}
 }

@@ -106,6 +106,37 @@ func (s *Store) writeRows(ctx context.Context, read func(*sql.Rows) error, query
 	})
 }
 
+// pgClaimSettings make PostgreSQL walk a claim's index in its order and
+// stop at the claim's LIMIT. Left to itself, the planner picks that plan
+// only with fresh statistics: on a table it has not analyzed since it was
+// small (a new deployment's first minute, or autovacuum off) it reads every
+// due row through a bitmap and sorts them, and a backlog of ten thousand
+// due events makes each claim 50 ms instead of 2 (TestPostgresClaimPlans).
+// SET LOCAL keeps them to the claim; the batch's other writes see the
+// defaults again.
+const (
+	pgClaimSettings = `SET LOCAL enable_sort = off; SET LOCAL enable_bitmapscan = off`
+	pgResetSettings = `SET LOCAL enable_sort TO DEFAULT; SET LOCAL enable_bitmapscan TO DEFAULT`
+)
+
+// pgClaimRows is writeRows for a claim on PostgreSQL, under
+// pgClaimSettings.
+func (s *Store) pgClaimRows(ctx context.Context, read func(*sql.Rows) error, query string, args ...any) error {
+	return s.writeTxRefusalSafe(ctx, "", func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, pgClaimSettings); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err == nil {
+			err = read(rows)
+		}
+		if _, rerr := tx.ExecContext(ctx, pgResetSettings); err == nil {
+			err = rerr
+		}
+		return err
+	})
+}
+
 // bunReader runs reads built with bun's query builder, where the caller's
 // transaction (WithTx), if any, sees them.
 func (s *Store) bunReader() bun.IDB {
@@ -413,7 +444,11 @@ func claim[T any](ctx context.Context, s *Store, scan func(scanner, *int64) (T, 
 		seq int64
 	}
 	var got []claimed
-	err := s.writeRows(ctx, func(rows *sql.Rows) error {
+	write := s.writeRows
+	if s.pg() {
+		write = s.pgClaimRows
+	}
+	err := write(ctx, func(rows *sql.Rows) error {
 		var err error
 		got, err = collect(rows, func(sc scanner) (claimed, error) {
 			var c claimed
