@@ -83,12 +83,54 @@ func (e *Engine) newAPIKey(workspaceID string) (NewKey, APIKey) {
 // scheme word in any case, or the bare key) to the workspace of an active
 // key. Anything else is ErrUnauthorized.
 func (e *Engine) Authenticate(ctx context.Context, authorization string) (Principal, error) {
+	return e.authenticate(ctx, authorization, e.store.APIKey)
+}
+
+// KeyBalanceReader is a Store that reads an API key together with its
+// workspace's balance in one query. AuthenticateBalance uses it when the
+// store is one (the stores of this module are), and two reads otherwise.
+type KeyBalanceReader interface {
+	// APIKeyBalance returns the key with the given prefix, revoked or not,
+	// and the balance of its workspace.
+	APIKeyBalance(ctx context.Context, prefix string) (APIKey, Balance, error)
+}
+
+// AuthenticateBalance is Authenticate followed by Balance of the key's
+// workspace, in one read of the store where it is a KeyBalanceReader: the
+// key is checked on every call, so a revoked key fails at once on every
+// instance, and a balance read costs one round trip instead of two. The
+// balance is returned only with a nil error.
+func (e *Engine) AuthenticateBalance(ctx context.Context, authorization string) (Principal, Balance, error) {
+	kb, ok := e.store.(KeyBalanceReader)
+	if !ok {
+		p, err := e.Authenticate(ctx, authorization)
+		if err != nil {
+			return Principal{}, Balance{}, err
+		}
+		b, err := e.Balance(ctx, p.WorkspaceID)
+		return p, b, err
+	}
+	var b Balance
+	p, err := e.authenticate(ctx, authorization, func(ctx context.Context, prefix string) (APIKey, error) {
+		var key APIKey
+		var err error
+		key, b, err = kb.APIKeyBalance(ctx, prefix)
+		return key, err
+	})
+	if err != nil {
+		return Principal{}, Balance{}, err
+	}
+	return p, b, nil
+}
+
+// authenticate checks authorization against the key that load reads.
+func (e *Engine) authenticate(ctx context.Context, authorization string, load func(ctx context.Context, prefix string) (APIKey, error)) (Principal, error) {
 	plain, ok := keyFromHeader(authorization)
 	if !ok {
 		return Principal{}, newError(ErrUnauthorized, "missing or malformed API key")
 	}
 	prefix := plain[len(keyScheme) : len(keyScheme)+keyPrefixLen]
-	key, err := e.store.APIKey(ctx, prefix)
+	key, err := load(ctx, prefix)
 	if errors.Is(err, ErrNotFound) {
 		return Principal{}, newError(ErrUnauthorized, "invalid API key")
 	} else if err != nil {

@@ -161,3 +161,39 @@ func TestBootstrapOnce(t *testing.T) {
 		t.Fatalf("%d bootstraps reported, %d workspaces; want 1 and 1", created.Load(), n)
 	}
 }
+
+// plainStore is a Store with only the Store interface's methods: no
+// optional capabilities such as KeyBalanceReader.
+type plainStore struct{ payoutkit.Store }
+
+// Over a store that cannot read a key with its balance in one query,
+// AuthenticateBalance reads them one after the other, with the same
+// answers.
+func TestAuthenticateBalanceWithoutKeyBalanceReader(t *testing.T) {
+	ctx := t.Context()
+	eng, err := payoutkit.New(plainStore{memstore.New()}, &payoutkit.Config{PasswordCost: bcrypt.MinCost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nw, err := eng.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Plain"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _, err := eng.CreateOrder(ctx, nw.Workspace.ID, payoutkit.CreateOrderRequest{OrderID: "o-1", Amount: "7.50"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.MarkOrderPaid(ctx, nw.Workspace.ID, o.OrderID); err != nil {
+		t.Fatal(err)
+	}
+	p, b, err := eng.AuthenticateBalance(ctx, "Bearer "+nw.APIKey.Key)
+	if err != nil || p.WorkspaceID != nw.Workspace.ID || b.Available.String() != "7.50" {
+		t.Fatalf("AuthenticateBalance = %+v, %+v, %v; want the workspace with 7.50 available", p, b, err)
+	}
+	if _, err := eng.RevokeAPIKey(ctx, nw.Workspace.ID, nw.APIKey.Prefix); err != nil {
+		t.Fatal(err)
+	}
+	if _, b, err := eng.AuthenticateBalance(ctx, "Bearer "+nw.APIKey.Key); !errors.Is(err, payoutkit.ErrUnauthorized) || b != (payoutkit.Balance{}) {
+		t.Fatalf("revoked key: %+v, %v; want ErrUnauthorized and no balance", b, err)
+	}
+}

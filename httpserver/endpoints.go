@@ -1,6 +1,7 @@
 package httpserver
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -17,6 +18,14 @@ type endpoint func(w http.ResponseWriter, r *http.Request, p payoutkit.Principal
 // workspace, and calls next. A client address with too many failed
 // authentications is refused first, without asking the service.
 func (h *Handler) auth(next endpoint) func(http.ResponseWriter, *http.Request) error {
+	return h.authWith(h.svc.Authenticate, next)
+}
+
+// verifier resolves an Authorization header value to a principal.
+type verifier func(ctx context.Context, authorization string) (payoutkit.Principal, error)
+
+// authWith is auth with the key checked by verify.
+func (h *Handler) authWith(verify verifier, next endpoint) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		var client string
 		if h.failures != nil {
@@ -25,7 +34,7 @@ func (h *Handler) auth(next endpoint) func(http.ResponseWriter, *http.Request) e
 				return &rateLimited{retryAfter: wait, message: "too many failed authentications from this address; retry later"}
 			}
 		}
-		p, err := h.authenticate(r)
+		p, err := h.authenticate(r, verify)
 		if err != nil {
 			if h.failures != nil && errors.Is(err, payoutkit.ErrUnauthorized) {
 				if nowBlocked, wait := h.failures.failed(client); nowBlocked {
@@ -48,7 +57,7 @@ func (h *Handler) auth(next endpoint) func(http.ResponseWriter, *http.Request) e
 
 // authenticate resolves the request's single Authorization header; every
 // failure matches payoutkit.ErrUnauthorized.
-func (h *Handler) authenticate(r *http.Request) (payoutkit.Principal, error) {
+func (h *Handler) authenticate(r *http.Request, verify verifier) (payoutkit.Principal, error) {
 	values := r.Header.Values("Authorization")
 	switch {
 	case len(values) == 0 && r.Header.Get("Cookie") != "":
@@ -58,7 +67,7 @@ func (h *Handler) authenticate(r *http.Request) (payoutkit.Principal, error) {
 	case len(values) > 1:
 		return payoutkit.Principal{}, errorf(payoutkit.CodeUnauthorized, "more than one Authorization header")
 	}
-	return h.svc.Authenticate(r.Context(), values[0])
+	return verify(r.Context(), values[0])
 }
 
 func (h *Handler) createPayout(w http.ResponseWriter, r *http.Request, p payoutkit.Principal) error {
@@ -97,6 +106,28 @@ func (h *Handler) payoutInfo(w http.ResponseWriter, r *http.Request, p payoutkit
 		return err
 	}
 	return writeOK(w, payout)
+}
+
+// balanceRoute serves GET /v1/balance. Over the engine itself, the key
+// and the balance are read in one query (Engine.AuthenticateBalance); over
+// any other Service, including one that wraps the engine, by Authenticate
+// and then Balance, so that a wrapper's Balance is always called.
+func (h *Handler) balanceRoute() func(http.ResponseWriter, *http.Request) error {
+	e, ok := h.svc.(*payoutkit.Engine)
+	if !ok {
+		return h.auth(h.balance)
+	}
+	return func(w http.ResponseWriter, r *http.Request) error {
+		var b payoutkit.Balance
+		verify := func(ctx context.Context, authorization string) (payoutkit.Principal, error) {
+			p, bal, err := e.AuthenticateBalance(ctx, authorization)
+			b = bal
+			return p, err
+		}
+		return h.authWith(verify, func(w http.ResponseWriter, _ *http.Request, _ payoutkit.Principal) error {
+			return writeOK(w, b)
+		})(w, r)
+	}
 }
 
 func (h *Handler) balance(w http.ResponseWriter, r *http.Request, p payoutkit.Principal) error {

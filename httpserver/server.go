@@ -126,7 +126,7 @@ func New(svc payoutkit.Service, opts Options) *Handler {
 	h.route("POST /v1/payouts", h.auth(h.createPayout))
 	h.route("POST /v1/payouts/info", h.auth(h.payoutInfo))
 	h.route("POST /v1/payouts/list", h.auth(h.listPayouts))
-	h.route("GET /v1/balance", h.auth(h.balance))
+	h.route("GET /v1/balance", h.balanceRoute())
 	h.route("GET /v1/coins", h.auth(h.coins))
 	h.route("POST /v1/orders", h.auth(h.createOrder))
 	h.route("POST /v1/orders/info", h.auth(h.orderInfo))

@@ -226,6 +226,21 @@ func (s *Store) APIKey(_ context.Context, prefix string) (payoutkit.APIKey, erro
 	return *k, nil
 }
 
+// APIKeyBalance implements payoutkit.KeyBalanceReader.
+func (s *Store) APIKeyBalance(_ context.Context, prefix string) (payoutkit.APIKey, payoutkit.Balance, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.keys[prefix]
+	if k == nil {
+		return payoutkit.APIKey{}, payoutkit.Balance{}, payoutkit.ErrNotFound
+	}
+	w, err := s.workspace(k.WorkspaceID)
+	if err != nil {
+		return payoutkit.APIKey{}, payoutkit.Balance{}, err
+	}
+	return *k, w.balance, nil
+}
+
 // APIKeys implements payoutkit.KeyStore.
 func (s *Store) APIKeys(_ context.Context, workspaceID string) ([]payoutkit.APIKey, error) {
 	s.mu.Lock()

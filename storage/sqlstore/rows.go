@@ -176,7 +176,7 @@ var (
 	preparedWrites = []string{insertPayoutSQL, debitSQL, insertLedgerSQL, insertEventSQL,
 		settlePayoutSQL, settleBalanceSQL, insertOrderSQL, payOrderSQL, creditSQL, moveCustomerSQL,
 		savepointSQL, releaseSQL, rollbackToSQL, recordAttemptSQL, insertAttemptSQL, markHandedOffSQL}
-	preparedReads = []string{selectPayoutSQL, selectOrderSQL, balanceSQL, apiKeySQL, workspaceSQL}
+	preparedReads = []string{selectPayoutSQL, selectOrderSQL, balanceSQL, apiKeySQL, workspaceSQL, apiKeyBalanceSQL}
 )
 
 // prepare prepares the SQLite statements of the hot paths.

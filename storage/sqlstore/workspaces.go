@@ -124,6 +124,23 @@ func (s *Store) APIKey(ctx context.Context, prefix string) (payoutkit.APIKey, er
 	return k, nil
 }
 
+// apiKeyBalanceSQL reads a key and its workspace's balance in one query.
+const apiKeyBalanceSQL = `SELECT k.prefix, k.workspace_id, k.hash, k.created_at, k.revoked_at, k.last_used_at, b.available, b.in_progress
+	FROM api_keys k JOIN balances b ON b.workspace_id = k.workspace_id WHERE k.prefix = $1`
+
+// APIKeyBalance implements payoutkit.KeyBalanceReader: one query for what
+// GET /v1/balance needs.
+func (s *Store) APIKeyBalance(ctx context.Context, prefix string) (payoutkit.APIKey, payoutkit.Balance, error) {
+	var k payoutkit.APIKey
+	var b payoutkit.Balance
+	err := s.readRow(ctx, apiKeyBalanceSQL, prefix).Scan(&k.Prefix, &k.WorkspaceID, hashCol{&k.Hash},
+		timeCol{&k.CreatedAt}, timeCol{&k.RevokedAt}, timeCol{&k.LastUsedAt}, &b.Available, &b.InProgress)
+	if err != nil {
+		return payoutkit.APIKey{}, payoutkit.Balance{}, translate(ctx, "API key and balance", err)
+	}
+	return k, b, nil
+}
+
 // APIKeys implements payoutkit.KeyStore.
 func (s *Store) APIKeys(ctx context.Context, workspaceID string) ([]payoutkit.APIKey, error) {
 	// A cold path (key listings), so bun's query builder over the model.

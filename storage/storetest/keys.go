@@ -107,6 +107,41 @@ func testKeys(t *testing.T, open Open) {
 		}
 	})
 
+	// GET /v1/balance reads the key and the balance in one query where the
+	// store can: the same answers as Authenticate then Balance, and a
+	// revoked key fails on the very next call.
+	t.Run("AuthenticateBalance", func(t *testing.T) {
+		e := newEnv(t, open)
+		if _, ok := e.store.(payoutkit.KeyBalanceReader); !ok {
+			t.Fatalf("%T is not a payoutkit.KeyBalanceReader", e.store)
+		}
+		nw, other := e.workspace(), e.workspace()
+		e.fund(nw.Workspace.ID, "12.34")
+		e.fund(other.Workspace.ID, "99.00")
+		if _, _, err := e.payout(nw.Workspace.ID, "po-ab", "2.00"); err != nil {
+			t.Fatal(err)
+		}
+		p, b, err := e.eng.AuthenticateBalance(e.ctx, "Bearer "+nw.APIKey.Key)
+		if err != nil || p.WorkspaceID != nw.Workspace.ID || p.KeyPrefix != nw.APIKey.Prefix {
+			t.Fatalf("AuthenticateBalance = %+v, %v", p, err)
+		}
+		if want := e.balance(nw.Workspace.ID); b != want || b.Available.String() != "10.34" || b.InProgress.String() != "2.00" {
+			t.Fatalf("balance %+v; want %+v (10.34 available, 2.00 in progress)", b, want)
+		}
+		for _, h := range []string{"", "Bearer " + nw.APIKey.Key[:len(nw.APIKey.Key)-1] + flip(nw.APIKey.Key[len(nw.APIKey.Key)-1]), "sk_" + strings.Repeat("A", 8) + "_" + strings.Repeat("b", 32)} {
+			_, b, err := e.eng.AuthenticateBalance(e.ctx, h)
+			wantErr(t, err, payoutkit.ErrUnauthorized)
+			if b != (payoutkit.Balance{}) {
+				t.Fatalf("a refused key read balance %+v", b)
+			}
+		}
+		if _, err := e.eng.RevokeAPIKey(e.ctx, nw.Workspace.ID, nw.APIKey.Prefix); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = e.eng.AuthenticateBalance(e.ctx, "Bearer "+nw.APIKey.Key)
+		wantErr(t, err, payoutkit.ErrUnauthorized)
+	})
+
 	t.Run("LastUsed", func(t *testing.T) {
 		e := newEnv(t, open)
 		nw := e.workspace()
