@@ -95,19 +95,27 @@ func newTxRequest(fn txFunc) *txRequest {
 	return &txRequest{fn: fn, done: make(chan error, 1)}
 }
 
-// pgCommitters is how many committers a PostgreSQL store runs. Writes of
-// one workspace go to one of them (its balance row allows one writer at a
-// time anyway); writes of other workspaces proceed beside them.
+// pgCommitters is how many committers a PostgreSQL store runs for the
+// writes of workspaces. Writes of one workspace go to one of them (its
+// balance row allows one writer at a time anyway); writes of other
+// workspaces proceed beside them. One more committer takes the writes of no
+// workspace (the outbox's claims and attempts), so that deliveries never
+// wait in a workspace's batches nor those in theirs: with payouts spread
+// over 100 workspaces (examples/load, alternating runs), the last webhook
+// arrived 1.6-1.8 s after the load instead of 3.4-4.5 s, for about a fifth
+// fewer payouts (910-970/s against 1,130-1,250/s) on a machine whose two
+// cores the load, the server and PostgreSQL share.
 const pgCommitters = 4
 
-// committerFor returns the committer of the writes of workspace key.
+// committerFor returns the committer of the writes of workspace key ("":
+// none, the outbox's).
 func (s *Store) committerFor(key string) *committer {
 	if len(s.committers) == 1 || key == "" {
 		return s.batch
 	}
 	h := fnv.New32a()
 	h.Write([]byte(key))
-	return s.committers[h.Sum32()%uint32(len(s.committers))]
+	return s.committers[h.Sum32()%uint32(len(s.committers)-1)]
 }
 
 func newCommitter(s *Store) *committer {

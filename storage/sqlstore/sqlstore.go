@@ -186,12 +186,12 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 func (s *Store) startCommitters() {
 	n := 1
 	if s.pg() {
-		n = pgCommitters
+		n = pgCommitters + 1 // the last one takes the writes of no workspace
 	}
 	for range n {
 		s.committers = append(s.committers, newCommitter(s))
 	}
-	s.batch = s.committers[0]
+	s.batch = s.committers[n-1]
 }
 
 // defaultConfig is the configuration before options.
