@@ -39,7 +39,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 	s.waitForPriority()
 	s.claimWrite()
-	return s.w.RunInTx(ctx, nil, func(_ context.Context, tx bun.Tx) error { return fn(tx.Tx) })
+	return s.w.RunInTx(s.detach(ctx), nil, func(_ context.Context, tx bun.Tx) error { return fn(tx.Tx) })
 }
 
 // writeTx runs fn as one atomic write, as inTx does, with fn's error rolling
@@ -53,7 +53,7 @@ func (s *Store) writeTx(ctx context.Context, key string, fn txFunc) error {
 		return s.inCallerTx(ctx, func(tx *sql.Tx) error { return fn(ctx, tx) })
 	}
 	if s.batch == nil {
-		return s.inTx(ctx, func(tx *sql.Tx) error { return fn(ctx, tx) })
+		return s.inTx(ctx, func(tx *sql.Tx) error { return fn(s.detach(ctx), tx) })
 	}
 	return s.committerFor(key).do(ctx, key, false, fn)
 }
@@ -66,7 +66,7 @@ func (s *Store) writeTxRefusalSafe(ctx context.Context, key string, fn txFunc) e
 		return s.inCallerTx(ctx, func(tx *sql.Tx) error { return fn(ctx, tx) })
 	}
 	if s.batch == nil {
-		return s.inTx(ctx, func(tx *sql.Tx) error { return fn(ctx, tx) })
+		return s.inTx(ctx, func(tx *sql.Tx) error { return fn(s.detach(ctx), tx) })
 	}
 	return s.committerFor(key).do(ctx, key, true, fn)
 }
@@ -146,10 +146,44 @@ func (s *Store) bunReader() bun.IDB {
 	return s.r
 }
 
+// detach returns the context a statement runs with: on PostgreSQL, ctx
+// without its cancellation (its values kept). pgx answers a cancellation
+// in the middle of a statement by closing the connection, and when that
+// races with the statement's end, database/sql can hand the dying
+// connection to the next caller, whose statement then fails with "driver:
+// bad connection": a client that hangs up could fail another client's
+// request (TestPostgresCancelledCallersSpareOthers). A statement takes
+// milliseconds; a caller that gave up gets its answer late and drops it.
+// SQLite's driver interrupts a statement cleanly, so there ctx is kept.
+func (s *Store) detach(ctx context.Context) context.Context {
+	if s.pg() {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
+}
+
+// detached is a querier whose statements run with detach's context.
+type detached struct{ q querier }
+
+func (d detached) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return d.q.ExecContext(context.WithoutCancel(ctx), query, args...)
+}
+
+func (d detached) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return d.q.QueryContext(context.WithoutCancel(ctx), query, args...)
+}
+
+func (d detached) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return d.q.QueryRowContext(context.WithoutCancel(ctx), query, args...)
+}
+
 // reader runs reads: SQLite's read pool, or PostgreSQL's pool.
 func (s *Store) reader() querier {
-	if s.tx != nil {
+	switch {
+	case s.tx != nil:
 		return s.tx
+	case s.pg():
+		return detached{s.r.DB}
 	}
 	return s.r.DB
 }
@@ -160,6 +194,9 @@ func (s *Store) writer() querier {
 		return s.tx
 	}
 	s.claimWrite()
+	if s.pg() {
+		return detached{s.w.DB}
+	}
 	return s.w.DB
 }
 

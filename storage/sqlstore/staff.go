@@ -37,6 +37,7 @@ func (s *Store) DeleteStaffUser(ctx context.Context, workspaceID, email string) 
 		lock += ` FOR UPDATE`
 	}
 	deleted := 0
+	ctx = s.detach(ctx) // see detach
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var one int
 		if err := tx.QueryRowContext(ctx, lock, email, workspaceID).Scan(&one); errors.Is(err, sql.ErrNoRows) {
@@ -63,6 +64,7 @@ func (s *Store) DeleteStaffUser(ctx context.Context, workspaceID, email string) 
 
 // SetStaffPassword implements payoutkit.StaffStore.
 func (s *Store) SetStaffPassword(ctx context.Context, email, passwordHash string, keep [32]byte) error {
+	ctx = s.detach(ctx) // see detach
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE staff_users SET password_hash = $2 WHERE email = $1`, email, passwordHash)
 		if err != nil {
@@ -115,6 +117,7 @@ func (s *Store) DeleteStaffSession(ctx context.Context, tokenHash [32]byte) erro
 // PurgeStaffSessions implements payoutkit.StaffStore.
 func (s *Store) PurgeStaffSessions(ctx context.Context, idleBefore, createdBefore, failuresBefore time.Time) (int, error) {
 	var purged int
+	ctx = s.detach(ctx) // see detach
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM staff_sessions WHERE last_seen_at < $1 OR created_at < $2`,
 			s.ts(idleBefore), s.ts(createdBefore))

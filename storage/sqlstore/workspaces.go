@@ -17,6 +17,7 @@ const (
 
 // CreateWorkspace implements payoutkit.WorkspaceStore.
 func (s *Store) CreateWorkspace(ctx context.Context, ws payoutkit.Workspace, staff payoutkit.StaffUser, key payoutkit.APIKey) error {
+	ctx = s.detach(ctx) // see detach
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO workspaces (id, name, webhook_url, webhook_secret, created_at) VALUES ($1, $2, $3, $4, $5)`,
 			ws.ID, ws.Name, ws.WebhookURL, ws.WebhookSecret, s.ts(ws.CreatedAt)); err != nil {
@@ -46,7 +47,7 @@ func (s *Store) Workspace(ctx context.Context, id string) (payoutkit.Workspace, 
 
 // WorkspaceCount implements payoutkit.WorkspaceStore.
 func (s *Store) WorkspaceCount(ctx context.Context) (int, error) {
-	n, err := s.bunReader().NewSelect().Model((*WorkspaceRow)(nil)).Count(ctx)
+	n, err := s.bunReader().NewSelect().Model((*WorkspaceRow)(nil)).Count(s.detach(ctx))
 	if err != nil {
 		return 0, translate(ctx, "count workspaces", err)
 	}
@@ -57,7 +58,7 @@ func (s *Store) WorkspaceCount(ctx context.Context) (int, error) {
 func (s *Store) WorkspaceIDs(ctx context.Context) ([]string, error) {
 	// A cold path (the audit's), so bun's query builder over the model.
 	var ids []string
-	err := s.bunReader().NewSelect().Model((*WorkspaceRow)(nil)).Column("id").OrderExpr("created_at, id").Scan(ctx, &ids)
+	err := s.bunReader().NewSelect().Model((*WorkspaceRow)(nil)).Column("id").OrderExpr("created_at, id").Scan(s.detach(ctx), &ids)
 	return ids, translate(ctx, "workspace ids", err)
 }
 
@@ -146,7 +147,7 @@ func (s *Store) APIKeys(ctx context.Context, workspaceID string) ([]payoutkit.AP
 	// A cold path (key listings), so bun's query builder over the model.
 	var rows []APIKeyRow
 	err := s.bunReader().NewSelect().Model(&rows).Where("workspace_id = ?", workspaceID).
-		OrderExpr("created_at DESC, prefix DESC").Scan(ctx)
+		OrderExpr("created_at DESC, prefix DESC").Scan(s.detach(ctx))
 	if err != nil {
 		return nil, translate(ctx, "API keys", err)
 	}
@@ -184,6 +185,7 @@ func (s *Store) revokeKeys(ctx context.Context, q querier, workspaceID, prefix s
 // ResetAPIKeys implements payoutkit.KeyStore.
 func (s *Store) ResetAPIKeys(ctx context.Context, key payoutkit.APIKey) (int, error) {
 	var revoked int
+	ctx = s.detach(ctx) // see detach
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		n, err := s.revokeKeys(ctx, tx, key.WorkspaceID, "", key.CreatedAt)
 		if err != nil {
