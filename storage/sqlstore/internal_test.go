@@ -178,15 +178,8 @@ func TestSQLitePlans(t *testing.T) {
 // due and the table was never analyzed since it was created empty, the
 // state in which the planner otherwise reads every due row and sorts them.
 func TestPostgresClaimPlans(t *testing.T) {
-	s, err := Open(t.Context(), sqltest.Postgres(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openPostgresWorkspace(t, "https://hooks.example/x")
 	ctx := t.Context()
-	if _, err := s.writer().ExecContext(ctx, `INSERT INTO workspaces (id, name, webhook_url, webhook_secret, created_at) VALUES ('ws', 'Plans', 'https://hooks.example/x', 'whsec_x', now())`); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := s.writer().ExecContext(ctx, `INSERT INTO events (id, workspace_id, type, subject, created_at, body, state, attempts, next_attempt_at, last_error)
 		SELECT 'evt_' || i, 'ws', 'payout.submitted', 'payout:po-' || i, now() - interval '1 hour', '\x7b7d', 'pending', 0, now() - interval '1 hour' + i * interval '1 ms', ''
 		FROM generate_series(1, 10000) AS i`); err != nil {
@@ -260,18 +253,8 @@ func TestPostgresClaimPlans(t *testing.T) {
 // callers' cancellation, about one read in a few hundred of the innocent
 // half failed with "driver: bad connection" within a few seconds.
 func TestPostgresCancelledCallersSpareOthers(t *testing.T) {
-	s, err := Open(t.Context(), sqltest.Postgres(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openPostgresWorkspace(t, "")
 	ctx := t.Context()
-	if _, err := s.writer().ExecContext(ctx, `INSERT INTO workspaces (id, name, webhook_url, webhook_secret, created_at) VALUES ('ws', 'Cancel', '', 'whsec_x', now())`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.writer().ExecContext(ctx, `INSERT INTO balances (workspace_id) VALUES ('ws')`); err != nil {
-		t.Fatal(err)
-	}
 	var innocent, failed atomic.Int64
 	var wg sync.WaitGroup
 	end := time.Now().Add(5 * time.Second)
@@ -299,4 +282,23 @@ func TestPostgresCancelledCallersSpareOthers(t *testing.T) {
 		t.Fatalf("only %d innocent reads ran; the test proves nothing", innocent.Load())
 	}
 	t.Logf("%d innocent reads, %d failed", innocent.Load(), failed.Load())
+}
+
+// openPostgresWorkspace opens a store on a fresh PostgreSQL schema, closed
+// when the test ends, with one workspace "ws" (a zero balance, webhooks to
+// url) written straight into its tables.
+func openPostgresWorkspace(t *testing.T, url string) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), sqltest.Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.writer().ExecContext(t.Context(), `INSERT INTO workspaces (id, name, webhook_url, webhook_secret, created_at) VALUES ('ws', 'Test', $1, 'whsec_x', now())`, url); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.writer().ExecContext(t.Context(), `INSERT INTO balances (workspace_id) VALUES ('ws')`); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
