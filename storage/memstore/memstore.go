@@ -75,7 +75,10 @@ type event struct {
 	attempts   []payoutkit.DeliveryAttempt
 }
 
-var _ payoutkit.Store = (*Store)(nil)
+var (
+	_ payoutkit.Store            = (*Store)(nil)
+	_ payoutkit.KeyBalanceReader = (*Store)(nil)
+)
 
 // New returns an empty store.
 func New() *Store {

