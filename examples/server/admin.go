@@ -60,7 +60,7 @@ func adminEngine(ctx context.Context, dsn string, stderr io.Writer) (*payoutkit.
 
 func workspaceCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("workspace create", stderr)
-	dsn := fs.String("db", "./payoutkit.db", "database: a SQLite file `path` or a postgres:// URL")
+	dsn := dbFlag(fs)
 	name := fs.String("name", "", "the workspace's `name` (required)")
 	webhookURL := fs.String("webhook-url", "", "where the workspace's events are sent (http or https `URL`)")
 	staffEmail := fs.String("staff-email", "", "the first staff user's `e-mail` (default: admin+<workspace id>@payoutkit.local)")
@@ -102,7 +102,7 @@ func timeOrNull(t time.Time) *string {
 
 func keys(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("keys "+sub, stderr)
-	dsn := fs.String("db", "./payoutkit.db", "database: a SQLite file `path` or a postgres:// URL")
+	dsn := dbFlag(fs)
 	ws := fs.String("workspace", "", "the workspace `id` (required)")
 	var prefix *string
 	if sub == "revoke" {
@@ -159,7 +159,7 @@ func keys(ctx context.Context, sub string, args []string, stdout, stderr io.Writ
 
 func webhook(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("webhook "+sub, stderr)
-	dsn := fs.String("db", "./payoutkit.db", "database: a SQLite file `path` or a postgres:// URL")
+	dsn := dbFlag(fs)
 	ws := fs.String("workspace", "", "the workspace `id` (required)")
 	var u *string
 	var eventID *string
@@ -246,7 +246,7 @@ func listEvents(ctx context.Context, engine *payoutkit.Engine, ws string, stdout
 // ending their portal sessions on every instance.
 func staff(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("staff "+sub, stderr)
-	dsn := fs.String("db", "./payoutkit.db", "database: a SQLite file `path` or a postgres:// URL")
+	dsn := dbFlag(fs)
 	ws := fs.String("workspace", "", "the workspace `id` (required)")
 	email := fs.String("email", "", "the staff user's `e-mail` (required)")
 	if err := parseFlags(fs, args, []string{"db"}); err != nil {
@@ -312,7 +312,7 @@ var errAuditFailed = errors.New("audit: a money invariant is broken (see the rep
 // outbox's state; it fails when an invariant is broken.
 func audit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("audit", stderr)
-	dsn := fs.String("db", "./payoutkit.db", "database: a SQLite file `path` or a postgres:// URL")
+	dsn := dbFlag(fs)
 	if err := parseFlags(fs, args, []string{"db"}); err != nil {
 		return err
 	}

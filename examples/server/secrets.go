@@ -65,7 +65,7 @@ func secretKeys() (*payoutkit.KeyRing, error) {
 // resealing the others.
 func secretsReseal(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("secrets reseal", stderr)
-	dsn := fs.String("db", "./payoutkit.db", "database: a SQLite file `path` or a postgres:// URL")
+	dsn := dbFlag(fs)
 	if err := parseFlags(fs, args, []string{"db"}); err != nil {
 		return err
 	}

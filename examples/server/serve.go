@@ -38,7 +38,7 @@ var (
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve", stderr)
 	addr := fs.String("addr", ":8080", "`address` to listen on")
-	dsn := fs.String("db", "./payoutkit.db", "database: a SQLite file `path` or a postgres:// URL")
+	dsn := dbFlag(fs)
 	sandbox := fs.Bool("sandbox", true, "serve the /v1/sandbox endpoints, move no real money, and deliver webhooks to private addresses")
 	settleAfter := fs.Duration("sandbox-settle-after", 0, "complete sandbox payouts by themselves after this `duration` (0: only by hand)")
 	rateLimit := fs.Float64("rate-limit", 0, "requests per second allowed per workspace, whichever of its API keys they use (0: no limit)")
@@ -293,6 +293,11 @@ func newLogger(w io.Writer, format string) *slog.Logger {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// dbFlag defines the -db flag every command shares.
+func dbFlag(fs *flag.FlagSet) *string {
+	return fs.String("db", "./payoutkit.db", "database: a SQLite file `path` or a postgres:// URL")
 }
 
 // newFlagSet returns a flag set that reports its errors to stderr.
