@@ -33,7 +33,7 @@ func (s *Store) ClaimEventsExcept(ctx context.Context, owner string, now, leaseU
 	if except == nil {
 		exceptJSON = []byte("[]")
 	}
-	evs, err := claim(ctx, s, func(sc scanner, seq *int64) (payoutkit.Event, error) { return scanEvent(sc, seq) },
+	evs, err := claim(ctx, s, true, func(sc scanner, seq *int64) (payoutkit.Event, error) { return scanEvent(sc, seq) },
 		s.q.claimEvents, s.ts(now), s.ts(leaseUntil), limit, owner, string(exceptJSON))
 	if err != nil {
 		return nil, translate(ctx, "claim events", err)

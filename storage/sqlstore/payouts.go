@@ -222,7 +222,9 @@ func (s *Store) ClaimPayoutHandoffs(ctx context.Context, owner string, now, leas
 	if limit <= 0 {
 		return nil, nil
 	}
-	ls, err := claim(ctx, s, func(sc scanner, seq *int64) (payoutkit.PayoutLease, error) {
+	// The hand-off claim's plan holds without pinning
+	// (TestPostgresClaimPlans), which saves the settings' round trips.
+	ls, err := claim(ctx, s, false, func(sc scanner, seq *int64) (payoutkit.PayoutLease, error) {
 		l := payoutkit.PayoutLease{Owner: owner}
 		var err error
 		l.Payout, err = scanPayout(sc, seq, &l.Token)

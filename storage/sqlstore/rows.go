@@ -474,17 +474,16 @@ func collectSeqs[T any](rows *sql.Rows, scan func(scanner, ...any) (T, error)) (
 }
 
 // claim runs a claiming UPDATE … RETURNING on the write path and returns the
-// claimed rows oldest first (by seq): RETURNING promises no order.
-func claim[T any](ctx context.Context, s *Store, scan func(scanner, *int64) (T, error), query string, args ...any) ([]T, error) {
+// claimed rows oldest first (by seq): RETURNING promises no order. With
+// pinPlan, on PostgreSQL it runs under pgClaimSettings.
+func claim[T any](ctx context.Context, s *Store, pinPlan bool, scan func(scanner, *int64) (T, error), query string, args ...any) ([]T, error) {
 	type claimed struct {
 		v   T
 		seq int64
 	}
 	var got []claimed
 	write := s.writeRows
-	if s.pg() && query == s.q.claimEvents {
-		// The hand-off claim's plan holds without (TestPostgresClaimPlans),
-		// so it saves the settings' round trips.
+	if pinPlan && s.pg() {
 		write = s.pgClaimRows
 	}
 	err := write(ctx, func(rows *sql.Rows) error {
