@@ -127,12 +127,6 @@ func TestListPayouts(t *testing.T) {
 	e.do(http.MethodPost, "/v1/sandbox/payouts/complete", key, `{"payout_id":"po-1"}`).wantCode(t, 0)
 	e.do(http.MethodPost, "/v1/sandbox/payouts/fail", key, `{"payout_id":"po-2"}`).wantCode(t, 0)
 
-	ids := func(s string) []string {
-		if s == "" {
-			return nil
-		}
-		return strings.Fields(s)
-	}
 	for _, tc := range []struct {
 		name string
 		body map[string]any
@@ -298,12 +292,6 @@ func TestListOrders(t *testing.T) {
 	e.do(http.MethodPost, "/v1/orders", otherKey, `{"order_id":"ord-x","amount":"1"}`).wantCode(t, 0)
 	e.do(http.MethodPost, "/v1/sandbox/orders/pay", key, `{"order_id":"ord-3"}`).wantCode(t, 0)
 
-	ids := func(s string) []string {
-		if s == "" {
-			return nil
-		}
-		return strings.Fields(s)
-	}
 	for _, tc := range []struct {
 		name string
 		body map[string]any
@@ -439,4 +427,12 @@ func TestCoinLimits(t *testing.T) {
 		t.Fatalf("coins %v", data.PayoutCoins)
 	}
 	e.audit(ws)
+}
+
+// ids splits a space-separated list of ids; "" is none.
+func ids(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Fields(s)
 }
