@@ -317,21 +317,25 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		d.pruneLoop(ctx)
 	}()
 	defer func() { <-pruned }()
-	run(ctx, d, leased[payoutkit.Event]{
+	run(ctx, d, leased[claimedEvent]{
 		name: "events",
-		claim: func(ctx context.Context, now, until time.Time, limit int, full []string) ([]payoutkit.Event, error) {
+		claim: func(ctx context.Context, now, until time.Time, limit int, full []string) ([]claimedEvent, error) {
+			var evs []payoutkit.Event
+			var err error
 			if fc, ok := d.store.(FairClaimer); ok && len(full) > 0 {
-				return fc.ClaimEventsExcept(ctx, d.cfg.Owner, now, until, limit, full)
+				evs, err = fc.ClaimEventsExcept(ctx, d.cfg.Owner, now, until, limit, full)
+			} else {
+				evs, err = d.store.ClaimEvents(ctx, d.cfg.Owner, now, until, limit)
 			}
-			return d.store.ClaimEvents(ctx, d.cfg.Owner, now, until, limit)
+			return withReads(evs), err
 		},
 		// One subject's events never go out in parallel; the store already
 		// holds a subject's later events back while an earlier one is pending.
-		key: func(ev payoutkit.Event) string { return ev.WorkspaceID + "\x00" + ev.Subject },
-		id:  func(ev payoutkit.Event) string { return ev.ID },
+		key: func(ev claimedEvent) string { return ev.WorkspaceID + "\x00" + ev.Subject },
+		id:  func(ev claimedEvent) string { return ev.ID },
 		// Each recorded attempt counts.
-		newer:     func(claimed, running payoutkit.Event) bool { return claimed.Attempts > running.Attempts },
-		tenant:    func(ev payoutkit.Event) string { return ev.WorkspaceID },
+		newer:     func(claimed, running claimedEvent) bool { return claimed.Attempts > running.Attempts },
+		tenant:    func(ev claimedEvent) string { return ev.WorkspaceID },
 		perTenant: d.cfg.MaxPerWorkspace,
 		work:      d.deliver,
 		wake:      d.wake,
@@ -430,9 +434,9 @@ const maxError = 512
 // workspace without a webhook URL are stored failed and never claimed; one
 // claimed after its workspace's URL was removed fails at once, without a
 // retry (a resend sends it again).
-func (d *Dispatcher) deliver(ctx context.Context, ev payoutkit.Event, _ time.Time) time.Time {
-	log := d.log.With("event_id", ev.ID, "event_type", ev.Type, "workspace_id", ev.WorkspaceID)
-	ws, err := d.workspaces().Workspace(ctx, ev.WorkspaceID)
+func (d *Dispatcher) deliver(ctx context.Context, claimed claimedEvent, _ time.Time) time.Time {
+	ev := claimed.Event
+	ws, err := claimed.reads.workspace(ctx, d.workspaces(), ev.WorkspaceID)
 	if err == nil && payoutkit.IsSealedSecret(ws.WebhookSecret) {
 		// Signing with the sealed form would send a signature no receiver
 		// can check.
@@ -444,9 +448,9 @@ func (d *Dispatcher) deliver(ctx context.Context, ev payoutkit.Event, _ time.Tim
 		case errors.Is(err, payoutkit.ErrSealKeyMissing), errors.Is(err, payoutkit.ErrSealedSecretInvalid), errors.Is(err, errSealedSecret):
 			// Not the receiver's fault: no attempt is recorded, and the
 			// event is tried again after its lease, once the key is there.
-			d.quiet.log(ctx, log, slog.LevelError, "seal "+ev.WorkspaceID, "cannot open the workspace's webhook secret; the event waits", "err", err)
+			d.quiet.log(ctx, d.eventLog(ev), slog.LevelError, "seal "+ev.WorkspaceID, "cannot open the workspace's webhook secret; the event waits", "err", err)
 		default:
-			d.quiet.log(ctx, log, slog.LevelWarn, "workspace", "reading the event's workspace", "err", err)
+			d.quiet.log(ctx, d.eventLog(ev), slog.LevelWarn, "workspace", "reading the event's workspace", "err", err)
 		}
 		return time.Time{}
 	}
@@ -480,7 +484,7 @@ func (d *Dispatcher) deliver(ctx context.Context, ev payoutkit.Event, _ time.Tim
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if rerr := d.store.RecordAttempt(rctx, d.cfg.Owner, a, next); rerr != nil {
-		d.quiet.log(ctx, log, slog.LevelWarn, "record", "recording a delivery attempt; the event will be attempted again after the lease",
+		d.quiet.log(ctx, d.eventLog(ev), slog.LevelWarn, "record", "recording a delivery attempt; the event will be attempted again after the lease",
 			"attempt", a.Attempt, "err", rerr)
 		return time.Time{}
 	}
@@ -489,20 +493,29 @@ func (d *Dispatcher) deliver(ctx context.Context, ev payoutkit.Event, _ time.Tim
 	}
 	switch next.State {
 	case payoutkit.DeliveryDelivered:
-		log.DebugContext(ctx, "webhook delivered", "attempt", a.Attempt, "status", a.StatusCode, "latency", a.Latency)
+		if d.log.Enabled(ctx, slog.LevelDebug) {
+			d.eventLog(ev).DebugContext(ctx, "webhook delivered", "attempt", a.Attempt, "status", a.StatusCode, "latency", a.Latency)
+		}
 	case payoutkit.DeliveryPending:
 		// A receiver that is down fails every event: one line per
 		// workspace and minute says so.
-		d.quiet.log(ctx, log, slog.LevelInfo, "retry "+ev.WorkspaceID, "webhook attempt failed; will retry", "attempt", a.Attempt, "status", a.StatusCode,
+		d.quiet.log(ctx, d.eventLog(ev), slog.LevelInfo, "retry "+ev.WorkspaceID, "webhook attempt failed; will retry", "attempt", a.Attempt, "status", a.StatusCode,
 			"err", a.Error, "next_attempt_at", next.NextAttemptAt)
 	case payoutkit.DeliveryFailed:
 		if errors.Is(err, errNoWebhookURL) {
-			log.DebugContext(ctx, "webhook not sent: the workspace has no webhook URL")
+			d.eventLog(ev).DebugContext(ctx, "webhook not sent: the workspace has no webhook URL")
 			break
 		}
-		d.quiet.log(ctx, log, slog.LevelWarn, "give up "+ev.WorkspaceID, "webhook delivery failed; giving up", "attempt", a.Attempt, "status", a.StatusCode, "err", a.Error)
+		d.quiet.log(ctx, d.eventLog(ev), slog.LevelWarn, "give up "+ev.WorkspaceID, "webhook delivery failed; giving up", "attempt", a.Attempt, "status", a.StatusCode, "err", a.Error)
 	}
 	return time.Time{}
+}
+
+// eventLog is the dispatcher's logger with ev's identity, made only for a
+// line to be written: building it for every delivery cost more than the
+// line it is for, which is written for few of them.
+func (d *Dispatcher) eventLog(ev payoutkit.Event) *slog.Logger {
+	return d.log.With("event_id", ev.ID, "event_type", ev.Type, "workspace_id", ev.WorkspaceID)
 }
 
 // retryAt returns when the attempt after failed attempt n is due.
