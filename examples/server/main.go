@@ -43,11 +43,22 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 )
 
+// defaultGCPercent is the server's GOGC when the environment sets none. The
+// server's live heap is small (tens of MiB) and its garbage is per request:
+// collecting at four times the live heap instead of twice took about a tenth
+// off the CPU of a payout under load, for about 25 MiB more memory
+// (examples/load). GOGC in the environment wins, as in any Go program.
+const defaultGCPercent = 400
+
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
