@@ -42,6 +42,15 @@ func TestSQLitePragmas(t *testing.T) {
 	if n := s.w.DB.Stats().MaxOpenConnections; n != 1 {
 		t.Errorf("writer pool holds up to %d connections; want 1", n)
 	}
+	check(s.writer(), "wal_autocheckpoint", "4000")
+
+	// A setting the store does not rest on is the DSN's to change.
+	tuned, err := Open(t.Context(), "file:"+filepath.Join(t.TempDir(), "t.db")+"?_pragma=wal_autocheckpoint(500)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tuned.Close()
+	check(tuned.writer(), "wal_autocheckpoint", "500")
 }
 
 func TestParseSQLiteDSN(t *testing.T) {
