@@ -57,8 +57,9 @@ type committer struct {
 	// stands for the COMMIT's.
 	beforeCommit atomic.Pointer[func(n int) error]
 	// batches and writes count the transactions committed (or attempted)
-	// and the writes they carried.
-	batches, writes atomic.Int64
+	// and the writes they carried; pipelinedBatches those of PostgreSQL's
+	// that sent writes pipelined.
+	batches, writes, pipelinedBatches atomic.Int64
 }
 
 // txFunc is one write. It runs in tx with ctx, which is the committer's
@@ -86,9 +87,12 @@ type txRequest struct {
 	// one statement (which SQLite undoes by itself when it fails), or it
 	// refuses only before changing anything.
 	refusalSafe bool
-	state       atomic.Int32
-	err         error      // fn's result, set by the committer
-	done        chan error // the answer; buffered so that the committer never blocks
+	// pipe, when set, is the write as one PostgreSQL statement that can be
+	// sent pipelined with the others of its batch; fn remains the write.
+	pipe  *pgPipe
+	state atomic.Int32
+	err   error      // fn's result, set by the committer
+	done  chan error // the answer; buffered so that the committer never blocks
 }
 
 func newTxRequest(fn txFunc) *txRequest {
@@ -135,11 +139,16 @@ func newCommitter(s *Store) *committer {
 // ctx's error and changes nothing; once taken, it completes and do waits for
 // its true answer.
 func (c *committer) do(ctx context.Context, key string, refusalSafe bool, fn txFunc) error {
+	return c.submit(ctx, key, refusalSafe, fn, nil)
+}
+
+// submit is do for a write that PostgreSQL may also run as pipe.
+func (c *committer) submit(ctx context.Context, key string, refusalSafe bool, fn txFunc, pipe *pgPipe) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	r := newTxRequest(fn)
-	r.key, r.refusalSafe = key, refusalSafe
+	r.key, r.refusalSafe, r.pipe = key, refusalSafe, pipe
 	c.mu.RLock()
 	if c.closed {
 		c.mu.RUnlock()
@@ -260,7 +269,7 @@ func (c *committer) run(batch []*txRequest) {
 			// refusal may have rolled the whole transaction back (SQLite
 			// does on a full disk or an I/O error, and nothing tells
 			// which).
-			ok, stop := c.applyUnsaved(ctx, tx, r, batch, c.run)
+			ok, stop := c.applyUnsaved(ctx, tx, r, r.fn, batch, c.run)
 			if stop {
 				return
 			}
@@ -324,18 +333,55 @@ func (c *committer) runPG(batch []*txRequest) {
 			r.done <- err
 		}
 	}
-	tx, err := c.db.BeginTx(ctx, nil)
+	conn, err := c.db.Conn(ctx)
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		fail(err)
 		return
 	}
 	kept := 0
+	fns := make(map[*txRequest]txFunc, len(batch)) // what remains to run of each write
 	for _, r := range batch {
-		ok, stop := c.applyUnsaved(ctx, tx, r, batch, c.runPG)
+		fns[r] = r.fn
+	}
+	if piped := pipelined(batch); len(piped) > 1 {
+		c.pipelinedBatches.Add(1)
+		thens, err := runPipeline(ctx, conn, piped)
+		if err != nil {
+			// The transaction is aborted: each write runs again alone.
+			_ = tx.Rollback()
+			for _, r := range batch {
+				c.runPG([]*txRequest{r})
+			}
+			return
+		}
+		for _, r := range piped {
+			switch then := thens[r]; {
+			case then != nil:
+				fns[r] = then // its statement ran; its follow-up runs below
+			case r.err == nil:
+				kept++
+				delete(fns, r)
+			default: // a refusal: nothing changed
+				delete(fns, r)
+			}
+		}
+	}
+	for _, r := range batch {
+		fn, ok := fns[r]
+		if !ok {
+			continue
+		}
+		kept1, stop := c.applyUnsaved(ctx, tx, r, fn, batch, c.runPG)
 		if stop {
 			return
 		}
-		if ok {
+		if kept1 {
 			kept++
 		}
 	}
@@ -369,13 +415,13 @@ func (c *committer) finish(tx *sql.Tx, batch []*txRequest, kept int) {
 	}
 }
 
-// applyUnsaved runs r in tx without a savepoint and reports whether its
+// applyUnsaved runs fn, what remains of r, in tx without a savepoint and reports whether its
 // change is kept. A refusal has changed nothing, so the batch goes on. Any
 // other error leaves tx unusable: it is rolled back, every write of the
 // batch runs again through rerun in a transaction of its own (so that only
 // the failing one fails), and stop is true: the batch is answered.
-func (c *committer) applyUnsaved(ctx context.Context, tx *sql.Tx, r *txRequest, batch []*txRequest, rerun func([]*txRequest)) (kept, stop bool) {
-	r.err = apply(ctx, tx, r.fn)
+func (c *committer) applyUnsaved(ctx context.Context, tx *sql.Tx, r *txRequest, fn txFunc, batch []*txRequest, rerun func([]*txRequest)) (kept, stop bool) {
+	r.err = apply(ctx, tx, fn)
 	switch {
 	case r.err == nil:
 		return true, false

@@ -24,6 +24,8 @@ type batchEnv struct {
 	path string
 	ws   string
 	seq  int
+	// piped sends the creates of hand-made batches pipelined (PostgreSQL).
+	piped bool
 }
 
 func newBatchEnv(t *testing.T, funds payoutkit.Amount) *batchEnv {
@@ -135,6 +137,72 @@ func TestBatchMixedAnswersPostgres(t *testing.T) {
 	testBatchMixedAnswers(t, newBatchEnvAt(t, sqltest.Postgres(t), 1000), true)
 }
 
+// The same batch with its creates pipelined, as the store sends them on
+// PostgreSQL: the aborted pipeline is dropped, and every write runs again
+// on its own.
+func TestBatchMixedAnswersPipelined(t *testing.T) {
+	e := newBatchEnvAt(t, sqltest.Postgres(t), 1000)
+	e.piped = true
+	testBatchMixedAnswers(t, e, true)
+}
+
+// Without a write that fails, a pipelined batch is one transaction: the
+// creates go out at once, and those refused (an overdraft, a replay, a
+// taken id) finish after the pipeline with their own statements, each
+// caller getting its own answer.
+func TestBatchPipelined(t *testing.T) {
+	e := newBatchEnvAt(t, sqltest.Postgres(t), 1000)
+	type call struct {
+		name        string
+		op          *createPayoutOp
+		wantErr     error
+		wantCreated bool
+		wantAmount  payoutkit.Amount
+	}
+	mk := func(name, id string, amount payoutkit.Amount, wantErr error, wantCreated bool, wantAmount payoutkit.Amount) call {
+		p, ev := e.payout(e.ws, id, amount)
+		return call{name, &createPayoutOp{s: e.s, p: p, ev: ev}, wantErr, wantCreated, wantAmount}
+	}
+	calls := []call{
+		mk("first", "po-a", 600, nil, true, 600),
+		mk("overdraft", "po-b", 600, payoutkit.ErrInsufficientBalance, false, 0),
+		mk("replay of first in the same batch", "po-a", 600, nil, false, 600),
+		mk("taken id, other amount", "po-a", 100, nil, false, 600),
+		mk("exactly the rest", "po-c", 400, nil, true, 400),
+		mk("overdraft at zero", "po-d", 1, payoutkit.ErrInsufficientBalance, false, 0),
+	}
+	var reqs []*txRequest
+	for _, c := range calls {
+		r := newTxRequest(c.op.run)
+		r.refusalSafe, r.pipe = true, c.op.pipe()
+		reqs = append(reqs, r)
+	}
+	c := e.s.batch
+	batches, piped := c.batches.Load(), c.pipelinedBatches.Load()
+	c.run(reqs)
+	if n, p := c.batches.Load()-batches, c.pipelinedBatches.Load()-piped; n != 1 || p != 1 {
+		t.Fatalf("%d transactions, %d pipelined; want 1 and 1", n, p)
+	}
+	for i, c := range calls {
+		stored, created, err := c.op.result(t.Context(), <-reqs[i].done)
+		switch {
+		case !errors.Is(err, c.wantErr) || (err != nil) != (c.wantErr != nil):
+			t.Errorf("%s: err %v; want %v", c.name, err, c.wantErr)
+		case created != c.wantCreated || stored.Amount != c.wantAmount:
+			t.Errorf("%s: created %v, amount %v; want %v, %v", c.name, created, stored.Amount, c.wantCreated, c.wantAmount)
+		}
+	}
+	a := e.audit()
+	if a.Available != 0 || a.InProgress != 1000 || a.SubmittedPayouts != 1000 {
+		t.Fatalf("audit %+v; want available 0, in progress 10.00", a)
+	}
+	for _, id := range []string{"po-b", "po-d"} {
+		if _, err := e.s.Payout(t.Context(), e.ws, id); !errors.Is(err, payoutkit.ErrNotFound) {
+			t.Errorf("refused payout %s: %v; want ErrNotFound", id, err)
+		}
+	}
+}
+
 func testBatchMixedAnswers(t *testing.T, e *batchEnv, refusalSafe bool) {
 	type call struct {
 		name        string
@@ -161,6 +229,9 @@ func testBatchMixedAnswers(t *testing.T, e *batchEnv, refusalSafe bool) {
 	for _, c := range calls {
 		r := newTxRequest(c.op.run)
 		r.refusalSafe = refusalSafe
+		if e.piped {
+			r.pipe = c.op.pipe()
+		}
 		reqs = append(reqs, r)
 	}
 	panicky := newTxRequest(func(ctx context.Context, tx *sql.Tx) error {

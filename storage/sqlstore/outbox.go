@@ -57,15 +57,16 @@ func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.Del
 	var recorded bool
 	var err error
 	if s.pg() {
-		err = s.writeTx(ctx, "", func(ctx context.Context, tx *sql.Tx) error {
-			res, err := tx.ExecContext(ctx, s.q.pgRecordAttempt, append(eventArgs, attemptArgs...)...)
+		args := append(eventArgs, attemptArgs...)
+		err = s.writePiped(ctx, "", func(ctx context.Context, tx *sql.Tx) error {
+			res, err := tx.ExecContext(ctx, s.q.pgRecordAttempt, args...)
 			if err != nil {
 				return err
 			}
 			n, err := res.RowsAffected()
 			recorded = n == 1
 			return err
-		})
+		}, execPipe(s.q.pgRecordAttempt, args, func(n int64) { recorded = n == 1 }))
 	} else {
 		// Refusal-safe: the UPDATE refuses (nothing leased to owner) before
 		// anything changed.

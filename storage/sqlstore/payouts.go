@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/payoutkit/payoutkit"
 )
 
@@ -45,7 +47,7 @@ var insertEventSQL = `INSERT INTO events (` + eventCols + `)
 // group-committed transaction), all or nothing.
 func (s *Store) CreatePayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event) (payoutkit.Payout, bool, error) {
 	op := &createPayoutOp{s: s, p: p, ev: ev}
-	return op.result(ctx, s.writeTxRefusalSafe(ctx, p.WorkspaceID, op.run))
+	return op.result(ctx, s.writePiped(ctx, p.WorkspaceID, op.run, op.pipe()))
 }
 
 // createPayoutOp is one CreatePayout: run makes its change in a
@@ -60,12 +62,43 @@ type createPayoutOp struct {
 }
 
 func (op *createPayoutOp) run(ctx context.Context, tx *sql.Tx) error {
-	op.stored, op.created = payoutkit.Payout{}, false
 	inserted, debited, err := op.s.createPayout(ctx, tx, op.p, op.ev)
-	switch {
-	case err != nil:
+	if err != nil {
 		return err
+	}
+	return op.finish(ctx, tx, inserted, debited)
+}
+
+// pipe is the create as PostgreSQL pipelines it (nil on SQLite).
+func (op *createPayoutOp) pipe() *pgPipe {
+	if !op.s.pg() {
+		return nil
+	}
+	return &pgPipe{query: op.s.q.pgCreatePayout, args: append(op.s.payoutArgs(op.p), op.s.eventArgs(op.ev)...), read: op.readPiped}
+}
+
+// readPiped reads the answer of the create's statement sent pipelined
+// (PostgreSQL): a payout created is done; one refused has its follow-up.
+func (op *createPayoutOp) readPiped(br pgx.BatchResults) (then txFunc, err error) {
+	var ins, deb int
+	if err := br.QueryRow().Scan(&ins, &deb); err != nil {
+		return nil, err
+	}
+	if ins == 1 && deb == 1 {
+		op.stored, op.created = op.p, true
+		return nil, nil
+	}
+	return func(ctx context.Context, tx *sql.Tx) error { return op.finish(ctx, tx, ins == 1, deb == 1) }, nil
+}
+
+// finish decides the create once its statements ran in tx: a payout
+// inserted and debited is created; otherwise what refused it is reported and
+// nothing is left changed.
+func (op *createPayoutOp) finish(ctx context.Context, tx *sql.Tx, inserted, debited bool) error {
+	op.stored, op.created = payoutkit.Payout{}, false
+	switch {
 	case !inserted: // the id is taken: report the stored payout, change nothing
+		var err error
 		op.stored, err = scanPayout(tx.QueryRowContext(ctx, selectPayoutSQL, op.p.WorkspaceID, op.p.PayoutID))
 		if err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -78,12 +79,26 @@ func (s *Store) writeExec(ctx context.Context, key, query string, args ...any) (
 		return s.exec(ctx, query, args...)
 	}
 	var res sql.Result
-	err := s.committerFor(key).do(ctx, key, true, func(ctx context.Context, tx *sql.Tx) error {
+	fn := func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		res, err = s.txExec(ctx, tx, query, args...)
 		return err
-	})
+	}
+	var pipe *pgPipe
+	if s.pg() {
+		pipe = execPipe(query, args, func(n int64) { res = rowsAffected(n) })
+	}
+	err := s.committerFor(key).submit(ctx, key, true, fn, pipe)
 	return res, err
+}
+
+// rowsAffected is the sql.Result of a pipelined statement.
+type rowsAffected int64
+
+func (n rowsAffected) RowsAffected() (int64, error) { return int64(n), nil }
+
+func (rowsAffected) LastInsertId() (int64, error) {
+	return 0, errors.New("sqlstore: no LastInsertId on PostgreSQL")
 }
 
 // writeRows runs a single write statement that returns rows (UPDATE ...
