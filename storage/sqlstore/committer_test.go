@@ -152,30 +152,18 @@ func TestBatchMixedAnswersPipelined(t *testing.T) {
 // caller getting its own answer.
 func TestBatchPipelined(t *testing.T) {
 	e := newBatchEnvAt(t, sqltest.Postgres(t), 1000)
-	type call struct {
-		name        string
-		op          *createPayoutOp
-		wantErr     error
-		wantCreated bool
-		wantAmount  payoutkit.Amount
-	}
-	mk := func(name, id string, amount payoutkit.Amount, wantErr error, wantCreated bool, wantAmount payoutkit.Amount) call {
-		p, ev := e.payout(e.ws, id, amount)
-		return call{name, &createPayoutOp{s: e.s, p: p, ev: ev}, wantErr, wantCreated, wantAmount}
-	}
-	calls := []call{
-		mk("first", "po-a", 600, nil, true, 600),
-		mk("overdraft", "po-b", 600, payoutkit.ErrInsufficientBalance, false, 0),
-		mk("replay of first in the same batch", "po-a", 600, nil, false, 600),
-		mk("taken id, other amount", "po-a", 100, nil, false, 600),
-		mk("exactly the rest", "po-c", 400, nil, true, 400),
-		mk("overdraft at zero", "po-d", 1, payoutkit.ErrInsufficientBalance, false, 0),
+	e.piped = true
+	calls := []createCall{
+		e.create("first", e.ws, "po-a", 600, nil, true, 600),
+		e.create("overdraft", e.ws, "po-b", 600, payoutkit.ErrInsufficientBalance, false, 0),
+		e.create("replay of first in the same batch", e.ws, "po-a", 600, nil, false, 600),
+		e.create("taken id, other amount", e.ws, "po-a", 100, nil, false, 600),
+		e.create("exactly the rest", e.ws, "po-c", 400, nil, true, 400),
+		e.create("overdraft at zero", e.ws, "po-d", 1, payoutkit.ErrInsufficientBalance, false, 0),
 	}
 	var reqs []*txRequest
 	for _, c := range calls {
-		r := newTxRequest(c.op.run)
-		r.refusalSafe, r.pipe = true, c.op.pipe()
-		reqs = append(reqs, r)
+		reqs = append(reqs, e.request(c, true))
 	}
 	c := e.s.batch
 	batches, piped := c.batches.Load(), c.pipelinedBatches.Load()
@@ -184,55 +172,77 @@ func TestBatchPipelined(t *testing.T) {
 		t.Fatalf("%d transactions, %d pipelined; want 1 and 1", n, p)
 	}
 	for i, c := range calls {
-		stored, created, err := c.op.result(t.Context(), <-reqs[i].done)
-		switch {
-		case !errors.Is(err, c.wantErr) || (err != nil) != (c.wantErr != nil):
-			t.Errorf("%s: err %v; want %v", c.name, err, c.wantErr)
-		case created != c.wantCreated || stored.Amount != c.wantAmount:
-			t.Errorf("%s: created %v, amount %v; want %v, %v", c.name, created, stored.Amount, c.wantCreated, c.wantAmount)
-		}
+		c.check(t, reqs[i])
 	}
+	e.checkAllSpent("po-b", "po-d")
+}
+
+// createCall is one create of a batch made by hand, and the answer it must
+// get.
+type createCall struct {
+	name        string
+	op          *createPayoutOp
+	wantErr     error
+	wantCreated bool
+	wantAmount  payoutkit.Amount // of the payout returned
+}
+
+func (e *batchEnv) create(name, ws, id string, amount payoutkit.Amount, wantErr error, wantCreated bool, wantAmount payoutkit.Amount) createCall {
+	p, ev := e.payout(ws, id, amount)
+	return createCall{name, &createPayoutOp{s: e.s, p: p, ev: ev}, wantErr, wantCreated, wantAmount}
+}
+
+// request is c's write for the committer, pipelined when e.piped.
+func (e *batchEnv) request(c createCall, refusalSafe bool) *txRequest {
+	r := newTxRequest(c.op.run)
+	r.refusalSafe = refusalSafe
+	if e.piped {
+		r.pipe = c.op.pipe()
+	}
+	return r
+}
+
+// check reports a wrong answer to c's request r.
+func (c createCall) check(t *testing.T, r *txRequest) {
+	t.Helper()
+	stored, created, err := c.op.result(t.Context(), <-r.done)
+	switch {
+	case !errors.Is(err, c.wantErr) || (err != nil) != (c.wantErr != nil):
+		t.Errorf("%s: err %v; want %v", c.name, err, c.wantErr)
+	case created != c.wantCreated || stored.Amount != c.wantAmount:
+		t.Errorf("%s: created %v, amount %v; want %v, %v", c.name, created, stored.Amount, c.wantCreated, c.wantAmount)
+	}
+}
+
+// checkAllSpent checks that payouts took the 10.00 funded, no more, and
+// that the refused ones left nothing behind.
+func (e *batchEnv) checkAllSpent(refused ...string) {
+	e.t.Helper()
 	a := e.audit()
 	if a.Available != 0 || a.InProgress != 1000 || a.SubmittedPayouts != 1000 {
-		t.Fatalf("audit %+v; want available 0, in progress 10.00", a)
+		e.t.Fatalf("audit %+v; want available 0, in progress 10.00", a)
 	}
-	for _, id := range []string{"po-b", "po-d"} {
-		if _, err := e.s.Payout(t.Context(), e.ws, id); !errors.Is(err, payoutkit.ErrNotFound) {
-			t.Errorf("refused payout %s: %v; want ErrNotFound", id, err)
+	for _, id := range refused {
+		if _, err := e.s.Payout(e.t.Context(), e.ws, id); !errors.Is(err, payoutkit.ErrNotFound) {
+			e.t.Errorf("refused payout %s: %v; want ErrNotFound", id, err)
 		}
 	}
 }
 
 func testBatchMixedAnswers(t *testing.T, e *batchEnv, refusalSafe bool) {
-	type call struct {
-		name        string
-		op          *createPayoutOp
-		wantErr     error
-		wantCreated bool
-		wantAmount  payoutkit.Amount // of the payout returned
-	}
-	mk := func(name, ws, id string, amount payoutkit.Amount, wantErr error, wantCreated bool, wantAmount payoutkit.Amount) call {
-		p, ev := e.payout(ws, id, amount)
-		return call{name, &createPayoutOp{s: e.s, p: p, ev: ev}, wantErr, wantCreated, wantAmount}
-	}
-	calls := []call{
-		mk("first", e.ws, "po-a", 600, nil, true, 600),
-		mk("overdraft", e.ws, "po-b", 600, payoutkit.ErrInsufficientBalance, false, 0),
-		mk("replay of first in the same batch", e.ws, "po-a", 600, nil, false, 600),
-		mk("taken id, other amount", e.ws, "po-a", 100, nil, false, 600),
-		mk("unknown workspace", "ws_nope", "po-x", 100, payoutkit.ErrNotFound, false, 0),
-		mk("exactly the rest", e.ws, "po-c", 400, nil, true, 400),
-		mk("overdraft at zero", e.ws, "po-d", 1, payoutkit.ErrInsufficientBalance, false, 0),
-		mk("overdrafted id retried", e.ws, "po-b", 600, payoutkit.ErrInsufficientBalance, false, 0),
+	calls := []createCall{
+		e.create("first", e.ws, "po-a", 600, nil, true, 600),
+		e.create("overdraft", e.ws, "po-b", 600, payoutkit.ErrInsufficientBalance, false, 0),
+		e.create("replay of first in the same batch", e.ws, "po-a", 600, nil, false, 600),
+		e.create("taken id, other amount", e.ws, "po-a", 100, nil, false, 600),
+		e.create("unknown workspace", "ws_nope", "po-x", 100, payoutkit.ErrNotFound, false, 0),
+		e.create("exactly the rest", e.ws, "po-c", 400, nil, true, 400),
+		e.create("overdraft at zero", e.ws, "po-d", 1, payoutkit.ErrInsufficientBalance, false, 0),
+		e.create("overdrafted id retried", e.ws, "po-b", 600, payoutkit.ErrInsufficientBalance, false, 0),
 	}
 	var reqs []*txRequest
 	for _, c := range calls {
-		r := newTxRequest(c.op.run)
-		r.refusalSafe = refusalSafe
-		if e.piped {
-			r.pipe = c.op.pipe()
-		}
-		reqs = append(reqs, r)
+		reqs = append(reqs, e.request(c, refusalSafe))
 	}
 	panicky := newTxRequest(func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE balances SET available = available + 100000 WHERE workspace_id = $1`, e.ws); err != nil {
@@ -254,23 +264,9 @@ func testBatchMixedAnswers(t *testing.T, e *batchEnv, refusalSafe bool) {
 		if i >= 3 {
 			r = reqs[i+1]
 		}
-		stored, created, err := c.op.result(t.Context(), <-r.done)
-		switch {
-		case !errors.Is(err, c.wantErr) || (err != nil) != (c.wantErr != nil):
-			t.Errorf("%s: err %v; want %v", c.name, err, c.wantErr)
-		case created != c.wantCreated || stored.Amount != c.wantAmount:
-			t.Errorf("%s: created %v, amount %v; want %v, %v", c.name, created, stored.Amount, c.wantCreated, c.wantAmount)
-		}
+		c.check(t, r)
 	}
-	a := e.audit()
-	if a.Available != 0 || a.InProgress != 1000 || a.SubmittedPayouts != 1000 {
-		t.Fatalf("audit %+v; want available 0, in progress 10.00", a)
-	}
-	for _, id := range []string{"po-b", "po-d"} {
-		if _, err := e.s.Payout(t.Context(), e.ws, id); !errors.Is(err, payoutkit.ErrNotFound) {
-			t.Errorf("refused payout %s: %v; want ErrNotFound", id, err)
-		}
-	}
+	e.checkAllSpent("po-b", "po-d")
 }
 
 // Many callers race for a balance that covers exactly n of them: exactly n
