@@ -415,11 +415,12 @@ func (c *committer) finish(tx *sql.Tx, batch []*txRequest, kept int) {
 	}
 }
 
-// applyUnsaved runs fn, what remains of r, in tx without a savepoint and reports whether its
-// change is kept. A refusal has changed nothing, so the batch goes on. Any
-// other error leaves tx unusable: it is rolled back, every write of the
-// batch runs again through rerun in a transaction of its own (so that only
-// the failing one fails), and stop is true: the batch is answered.
+// applyUnsaved runs fn, what remains to run of r, in tx without a savepoint
+// and reports whether r's change is kept. A refusal has changed nothing, so
+// the batch goes on. Any other error leaves tx unusable: it is rolled back,
+// every write of the batch runs again through rerun in a transaction of its
+// own (so that only the failing one fails), and stop is true: the batch is
+// answered.
 func (c *committer) applyUnsaved(ctx context.Context, tx *sql.Tx, r *txRequest, fn txFunc, batch []*txRequest, rerun func([]*txRequest)) (kept, stop bool) {
 	r.err = apply(ctx, tx, fn)
 	switch {
