@@ -255,6 +255,60 @@ func TestPostgresClaimPlans(t *testing.T) {
 	}
 }
 
+// Recording a delivery attempt stays a lookup of the event by its id when
+// the statistics were taken without a backlog and a backlog has built up
+// since: PostgreSQL's cached generic plan then thought the due events'
+// index empty and walked all of it for every record. Shown through the
+// cached plan of a prepared statement, as the store's connections run it.
+func TestPostgresRecordPlan(t *testing.T) {
+	s := openPostgresWorkspace(t, "https://hooks.example/x")
+	ctx := t.Context()
+	insertEvents := func(from int, state string) {
+		t.Helper()
+		if _, err := s.writer().ExecContext(ctx, `INSERT INTO events (id, workspace_id, type, subject, created_at, body, state, attempts, next_attempt_at, last_error)
+			SELECT 'evt_' || i, 'ws', 'payout.submitted', 'payout:po-' || i, now(), '\x7b7d', $2, 0, CASE WHEN $2 = 'pending' THEN now() END, ''
+			FROM generate_series($1::integer, $1::integer + 9999) AS i`, from, state); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insertEvents(1, "delivered")
+	if _, err := s.writer().ExecContext(ctx, `ANALYZE events`); err != nil {
+		t.Fatal(err)
+	}
+	insertEvents(10001, "pending") // the backlog, after the statistics
+
+	conn, err := s.w.DB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, q := range []string{
+		`SET plan_cache_mode = force_generic_plan`,
+		`PREPARE record_attempt (text, text, text, integer, timestamptz, text, integer, timestamptz, integer, bigint, text, text) AS ` + s.q.pgRecordAttempt,
+	} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), `DEALLOCATE record_attempt; RESET plan_cache_mode`)
+	rows, err := conn.QueryContext(ctx, `EXPLAIN EXECUTE record_attempt ('evt_10001', 'owner', 'delivered', 1, now(), '', 1, now(), 200, 1, '', '')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	if text := strings.Join(plan, "\n"); !strings.Contains(text, "Index Scan using events_id on events") {
+		t.Errorf("recording an attempt does not look the event up by id:\n%s", text)
+	}
+}
+
 // A caller that gives up (a client that hangs up) never fails another
 // caller's statement on PostgreSQL. Half the goroutines cancel their reads
 // at random moments, many of them in the middle of a statement; the other

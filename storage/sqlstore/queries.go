@@ -187,9 +187,12 @@ SELECT count(*) FROM o`
 
 // pgRecordAttemptSQL: $1 event id, $2 owner, $3-$6 the next delivery state,
 // $7-$12 the attempt; it inserts the attempt only if owner held the lease.
+// A leased event is pending (the events_lease_pending constraint): the
+// condition leaves the state out so that the plan is always the lookup by
+// id, never a walk of the due events' index (see migration 0007).
 const pgRecordAttemptSQL = `WITH u AS (
 	UPDATE events SET state = $3, attempts = $4, next_attempt_at = $5, last_error = $6, lease_owner = NULL, lease_until = NULL
-	WHERE id = $1 AND lease_owner = $2 AND state = 'pending'
+	WHERE id = $1 AND lease_owner = $2
 	RETURNING id
 )
 INSERT INTO delivery_attempts (` + attemptCols + `)
