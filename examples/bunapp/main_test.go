@@ -18,7 +18,7 @@ func TestBunApp(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{
-		"migrated: group #1 (7 migrations (20261101000000_withdrawal_requests ... payoutkit_0006_events_due_workspace))\n",
+		"migrated: group #1 (8 migrations (20261101000000_withdrawal_requests ... payoutkit_0007_events_lease_pending))\n",
 		"requests kept: 1\n",
 		"payout po-1: submitted, 25.00 USDT to TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t\n",
 		"payout po-2: payout not found\n",
