@@ -50,6 +50,19 @@ type FairClaimer interface {
 	ClaimEventsExcept(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]payoutkit.Event, error)
 }
 
+// WorkNotifier is a Store that tells the dispatchers of its own process
+// when it has committed work for them: a new event, a payout to hand over,
+// an event sent again. The dispatcher subscribes when it runs and claims
+// such work at once; without it, work waits for the next poll
+// (Config.PollInterval). The stores of this module implement it. Work that
+// another process commits is found by the poll.
+type WorkNotifier interface {
+	// SubscribeWork returns a channel that receives after work is
+	// committed (a burst may send once), and cancel, which ends the
+	// subscription.
+	SubscribeWork() (ch <-chan struct{}, cancel func())
+}
+
 // PayoutHandOff gives one claimed payout to the processor and records the
 // hand-off. *payoutkit.Engine implements it with the Processor of its Config.
 type PayoutHandOff interface {
@@ -249,10 +262,11 @@ type Dispatcher struct {
 	store Store
 	cfg   *Config
 	log   *slog.Logger
-	// wake makes the delivery loop claim at once (after a resend or a
-	// hand-off).
-	wake    chan struct{}
-	running atomic.Bool
+	// wake makes the delivery loop claim at once (after a resend, a
+	// hand-off, or the store's word of new work); wakeHandOffs does the same
+	// for the hand-off loop.
+	wake, wakeHandOffs chan struct{}
+	running            atomic.Bool
 	// quiet bounds repeated warnings.
 	quiet *logBudget
 }
@@ -270,7 +284,7 @@ func New(store Store, cfg *Config) (*Dispatcher, error) {
 		return nil, err
 	}
 	return &Dispatcher{
-		store: store, cfg: cfg, wake: make(chan struct{}, 1), quiet: newLogBudget(),
+		store: store, cfg: cfg, wake: make(chan struct{}, 1), wakeHandOffs: make(chan struct{}, 1), quiet: newLogBudget(),
 		log: cfg.Logger.With("component", "delivery", "owner", cfg.Owner),
 	}, nil
 }
@@ -290,6 +304,16 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	defer d.running.Store(false)
 	d.log.InfoContext(ctx, "dispatcher started")
+	if wn, ok := d.store.(WorkNotifier); ok {
+		work, cancel := wn.SubscribeWork()
+		defer cancel()
+		forwarded := make(chan struct{})
+		defer func() { <-forwarded }()
+		go func() {
+			defer close(forwarded)
+			d.forwardWork(ctx, work)
+		}()
+	}
 	done := make(chan struct{})
 	if d.cfg.HandOff != nil {
 		go func() {
@@ -306,6 +330,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 				// the hand-off, so this one runs after it.
 				newer: func(claimed, running payoutkit.PayoutLease) bool { return claimed.Token > running.Token },
 				work:  d.handOff,
+				wake:  d.wakeHandOffs,
 			})
 		}()
 	} else {
@@ -397,9 +422,27 @@ func (d *Dispatcher) Resend(ctx context.Context, workspaceID, eventID string) er
 }
 
 // wakeDelivery has the delivery loop claim at once instead of at its next poll.
-func (d *Dispatcher) wakeDelivery() {
+func (d *Dispatcher) wakeDelivery() { poke(d.wake) }
+
+// forwardWork wakes both loops on each of the store's signals of new work,
+// until ctx is cancelled. A new payout is both: its event and its hand-off.
+func (d *Dispatcher) forwardWork(ctx context.Context, work <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-work:
+			poke(d.wake)
+			poke(d.wakeHandOffs)
+		}
+	}
+}
+
+// poke makes a loop waiting on wake claim at once; a loop that already has
+// a wake-up pending needs no second one.
+func poke(wake chan<- struct{}) {
 	select {
-	case d.wake <- struct{}{}:
+	case wake <- struct{}{}:
 	default:
 	}
 }

@@ -76,9 +76,8 @@ func TestHandOff(t *testing.T) {
 	e.start(Config{HandOff: e.eng})
 	waitFor(t, "first hand-offs", func() bool { return proc.count("po-1") == 1 && proc.count("po-2") == 1 })
 
-	// A new payout is handed over at the next poll.
+	// A new payout is handed over at once: the store says it has new work.
 	e.payout(ws.ID, "po-4", "1.00")
-	e.clock.Advance(time.Second)
 	waitFor(t, "po-4 handed over", func() bool { return proc.count("po-4") == 1 })
 
 	// The failed hand-off is retried once its lease expires, and then no more.

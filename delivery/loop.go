@@ -111,6 +111,11 @@ func run[T any](ctx context.Context, d *Dispatcher, l leased[T]) {
 		_, busy := running[j.key]
 		return len(running) < limit && !busy && !tenantFull(j.tenant)
 	}
+	// claim is false after a wake-up that found workers running: their
+	// finishing claims anyway, and a claim per commit under load would
+	// cost the store more than the work it finds (each walks past the
+	// leased items at the head of the queue).
+	claim := true
 	for ctx.Err() == nil {
 		now := d.now()
 		heldBack := 0 // waiting items held back for their tenant's share
@@ -134,7 +139,7 @@ func run[T any](ctx context.Context, d *Dispatcher, l leased[T]) {
 				full = append(full, tenant)
 			}
 		}
-		if free := limit - len(running); free > 0 && (len(full) == 0 || !now.Before(nextPassOver)) {
+		if free := limit - len(running); free > 0 && claim && (len(full) == 0 || !now.Before(nextPassOver)) {
 			n := min(free, d.cfg.BatchSize)
 			leaseUntil := now.Add(d.cfg.Lease)
 			items, err := l.claim(ctx, now, leaseUntil, n, full)
@@ -202,6 +207,9 @@ func run[T any](ctx context.Context, d *Dispatcher, l leased[T]) {
 			}
 		case <-d.cfg.Clock.At(wakeAt):
 		case <-l.wake:
+			claim = len(running) == 0
+			continue
 		}
+		claim = true
 	}
 }

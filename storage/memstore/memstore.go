@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/internal/wake"
 )
 
 // Store is an in-memory payoutkit.Store. One mutex guards everything, which
@@ -26,6 +27,7 @@ type Store struct {
 	pending    []*event                       // pending events, oldest first
 	sessions   map[[32]byte]payoutkit.StaffSession
 	failures   map[string]payoutkit.SignInFailures // by e-mail
+	work       wake.Signal                         // see SubscribeWork
 }
 
 type workspace struct {
@@ -91,6 +93,13 @@ func New() *Store {
 		failures:   make(map[string]payoutkit.SignInFailures),
 	}
 }
+
+// SubscribeWork returns a channel that receives when the store has taken
+// work for a dispatcher (a new event, a payout to hand over, an event sent
+// again), and cancel, which ends the subscription. A delivery.Dispatcher
+// over the store subscribes by itself, so that it claims such work at once
+// instead of at its next poll.
+func (s *Store) SubscribeWork() (ch <-chan struct{}, cancel func()) { return s.work.Subscribe() }
 
 // Close does nothing; the store lives as long as the value.
 func (s *Store) Close() error { return nil }
@@ -672,6 +681,9 @@ func (s *Store) addEvent(w *workspace, ev payoutkit.Event) {
 	if ev.State == payoutkit.DeliveryPending {
 		s.pending = append(s.pending, row)
 	}
+	// Every new event comes with its change: a payout to hand over, or one
+	// settled, or an order paid.
+	s.work.Notify()
 }
 
 // RecordAttempt implements payoutkit.Outbox.
@@ -759,6 +771,7 @@ func (s *Store) ResendEvent(_ context.Context, workspaceID, eventID string, now 
 	// Keep the pending list in event order so that per-subject ordering holds.
 	i, _ := slices.BinarySearchFunc(s.pending, e.seq, func(p *event, seq int64) int { return int(p.seq - seq) })
 	s.pending = slices.Insert(s.pending, i, e)
+	s.work.Notify()
 	return nil
 }
 

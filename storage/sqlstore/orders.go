@@ -95,6 +95,7 @@ func (s *Store) MarkOrderPaid(ctx context.Context, o payoutkit.Order, ev payoutk
 		}
 		return payoutkit.ErrConflict
 	}
+	s.workCommitted()
 	return nil
 }
 

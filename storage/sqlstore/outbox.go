@@ -160,6 +160,9 @@ func (s *Store) ResendEvent(ctx context.Context, workspaceID, eventID string, no
 		return translate(ctx, "resend event", err)
 	}
 	if err := mustAffect(res, errNothingToCommit); err == nil || !errors.Is(err, errNothingToCommit) {
+		if err == nil {
+			s.workCommitted()
+		}
 		return err
 	}
 	// Already pending, or not there.

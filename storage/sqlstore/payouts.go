@@ -47,7 +47,11 @@ var insertEventSQL = `INSERT INTO events (` + eventCols + `)
 // group-committed transaction), all or nothing.
 func (s *Store) CreatePayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event) (payoutkit.Payout, bool, error) {
 	op := &createPayoutOp{s: s, p: p, ev: ev}
-	return op.result(ctx, s.writePiped(ctx, p.WorkspaceID, op.run, op.pipe()))
+	stored, created, err := op.result(ctx, s.writePiped(ctx, p.WorkspaceID, op.run, op.pipe()))
+	if created && err == nil {
+		s.workCommitted()
+	}
+	return stored, created, err
 }
 
 // createPayoutOp is one CreatePayout: run makes its change in a
@@ -231,6 +235,7 @@ func (s *Store) SettlePayout(ctx context.Context, p payoutkit.Payout, ev payoutk
 		}
 		return payoutkit.ErrConflict
 	}
+	s.workCommitted()
 	return nil
 }
 

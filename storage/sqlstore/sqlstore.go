@@ -51,6 +51,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/internal/wake"
 )
 
 // The dialect names Dialect returns.
@@ -97,6 +98,9 @@ type Store struct {
 	priorityMu     *sync.Mutex // guards priority and closing
 	priority       *priorityClaim
 	closing        bool
+	// work tells this process's dispatchers that a write committed work
+	// for them (SubscribeWork).
+	work *wake.Signal
 }
 
 var (
@@ -378,9 +382,26 @@ func openSQLite(ctx context.Context, dsn string, cfg config) (*Store, error) {
 	return s, nil
 }
 
+// SubscribeWork returns a channel that receives when this store has
+// committed work for a dispatcher (a new event, a payout to hand over, an
+// event sent again), and cancel, which ends the subscription. A
+// delivery.Dispatcher over this store subscribes by itself, so that it
+// claims such work at once instead of at its next poll. Work committed by
+// other processes, or in a caller's transaction (WithTx), is left to the
+// poll.
+func (s *Store) SubscribeWork() (ch <-chan struct{}, cancel func()) { return s.work.Subscribe() }
+
+// workCommitted signals SubscribeWork's subscribers, unless the write ran in
+// a caller's transaction, which has not committed yet.
+func (s *Store) workCommitted() {
+	if s.tx == nil {
+		s.work.Notify()
+	}
+}
+
 func newStore(dialect string, w, r *bun.DB, cfg config, name string) *Store {
 	return &Store{dialect: dialect, w: w, r: r, log: cfg.logger, name: name, q: queriesFor(dialect), observeCommit: cfg.observeCommit,
-		priorityMu: new(sync.Mutex)}
+		priorityMu: new(sync.Mutex), work: new(wake.Signal)}
 }
 
 // ownedSQLiteParams are the DSN parameters the store sets itself on SQLite:
