@@ -101,6 +101,10 @@ type Store struct {
 	// work tells this process's dispatchers that a write committed work
 	// for them (SubscribeWork).
 	work *wake.Signal
+	// stats keeps a PostgreSQL store's planner statistics (statistics.go);
+	// statisticsInterval is config's.
+	stats              *statistics
+	statisticsInterval time.Duration
 }
 
 var (
@@ -117,6 +121,9 @@ type config struct {
 	busyTimeout   time.Duration
 	observeCommit func(writes int, d time.Duration)
 	priority      bool
+	// statisticsInterval is how often a PostgreSQL store looks for tables
+	// to analyze (statistics.go); tests shorten it.
+	statisticsInterval time.Duration
 }
 
 // WithLogger sets where the store logs (migrations, mostly). Defaults to
@@ -185,6 +192,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	}
 	s.priorityMu.Unlock()
 	s.startCommitters()
+	s.startStatistics(s.statisticsInterval)
 	return s, nil
 }
 
@@ -207,6 +215,8 @@ func defaultConfig() config {
 		logger:      slog.Default(),
 		maxConns:    max(8, 4*runtime.GOMAXPROCS(0)),
 		busyTimeout: 5 * time.Second,
+
+		statisticsInterval: statisticsInterval,
 	}
 }
 
@@ -233,6 +243,7 @@ func (s *Store) Close() error {
 	if s.tx != nil {
 		return nil // bound to the caller's transaction (WithTx)
 	}
+	s.stopStatistics()
 	for _, c := range s.committers {
 		c.close()
 	}
@@ -401,7 +412,7 @@ func (s *Store) workCommitted() {
 
 func newStore(dialect string, w, r *bun.DB, cfg config, name string) *Store {
 	return &Store{dialect: dialect, w: w, r: r, log: cfg.logger, name: name, q: queriesFor(dialect), observeCommit: cfg.observeCommit,
-		priorityMu: new(sync.Mutex), work: new(wake.Signal)}
+		priorityMu: new(sync.Mutex), work: new(wake.Signal), statisticsInterval: cfg.statisticsInterval}
 }
 
 // ownedSQLiteParams are the DSN parameters the store sets itself on SQLite:

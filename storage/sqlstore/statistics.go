@@ -1,0 +1,111 @@
+package sqlstore
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// PostgreSQL plans a statement prepared on a connection once, generically,
+// after its first few runs, and keeps that plan until the table's statistics
+// change. A store opened on a new database makes those plans while its
+// tables are nearly empty and have no statistics, when every index looks as
+// cheap as the next: a look-up of a payout by its id can then walk a listing
+// index of the whole workspace instead (seen under the load tool: 300-750
+// buffers read per look-up instead of 5), and it stays so until the next
+// ANALYZE. Autovacuum analyzes a table after a tenth of it changed, but only
+// once a minute, and never when it is off. So the store analyzes its growing
+// tables itself when they have changed by more than their size since their
+// last statistics: a few times while a new database fills, rarely after,
+// and never where autovacuum keeps up.
+
+// statisticsInterval is how often the store looks at its tables' change
+// counts.
+const statisticsInterval = 5 * time.Second
+
+// analyzeMinChanges is how many changes a table without statistics takes
+// before the store analyzes it.
+const analyzeMinChanges = 1000
+
+// growingTables are the tables whose plans depend on their size.
+var growingTables = []string{"payouts", "events", "delivery_attempts", "ledger_entries", "orders", "customers"}
+
+// staleTablesSQL names the growing tables of the store's schema changed by
+// more than $2 plus their size at their last statistics.
+const staleTablesSQL = `SELECT t.relname FROM pg_stat_user_tables t JOIN pg_class c ON c.oid = t.relid
+	WHERE t.schemaname = current_schema() AND t.relname = ANY($1)
+		AND t.n_mod_since_analyze > $2 + GREATEST(c.reltuples, 0)
+	ORDER BY t.relname`
+
+// statistics is the goroutine that keeps a PostgreSQL store's statistics.
+type statistics struct {
+	stop context.CancelFunc
+	done sync.WaitGroup
+}
+
+// startStatistics starts keeping the statistics of a PostgreSQL store's
+// tables, every interval, until Close.
+func (s *Store) startStatistics(interval time.Duration) {
+	if !s.pg() || interval <= 0 || s.tx != nil {
+		return
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	s.stats = &statistics{stop: stop}
+	s.stats.done.Go(func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := s.analyzeStale(ctx); err != nil {
+					if ctx.Err() == nil {
+						// Most likely a role that does not own the tables:
+						// leave the statistics to autovacuum.
+						s.log.Warn("sqlstore: cannot analyze tables; leaving statistics to autovacuum", "database", s.name, "err", err)
+					}
+					return
+				}
+			}
+		}
+	})
+}
+
+// stopStatistics stops the statistics goroutine and waits for it.
+func (s *Store) stopStatistics() {
+	if s.stats != nil {
+		s.stats.stop()
+		s.stats.done.Wait()
+	}
+}
+
+// analyzeStale analyzes the growing tables that changed by more than their
+// size since their last statistics. SKIP_LOCKED passes over a table that
+// another session (autovacuum, another instance) is analyzing.
+func (s *Store) analyzeStale(ctx context.Context) error {
+	rows, err := s.w.DB.QueryContext(ctx, staleTablesSQL, growingTables, analyzeMinChanges)
+	if err != nil {
+		return err
+	}
+	names, err := collect(rows, func(sc scanner) (string, error) {
+		var name string
+		err := sc.Scan(&name)
+		return name, err
+	})
+	if err != nil {
+		return err
+	}
+	// Only names of growingTables go into the statement.
+	stale := slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(growingTables, n) })
+	if len(stale) == 0 {
+		return nil
+	}
+	if _, err := s.w.DB.ExecContext(ctx, "ANALYZE (SKIP_LOCKED) "+strings.Join(stale, ", ")); err != nil {
+		return err
+	}
+	s.log.Debug("sqlstore: analyzed tables", "database", s.name, "tables", stale)
+	return nil
+}
