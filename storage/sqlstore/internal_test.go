@@ -221,17 +221,8 @@ func TestPostgresClaimPlans(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		var plan []string
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, line)
-		}
-		rows.Close()
+		text := planText(t, rows)
 		tx.Rollback()
-		text := strings.Join(plan, "\n")
 		if !strings.Contains(text, "Index Scan using "+c.index+" on ") {
 			t.Errorf("%s does not walk %s:\n%s", c.name, c.index, text)
 		}
@@ -277,34 +268,9 @@ func TestPostgresRecordPlan(t *testing.T) {
 	}
 	insertEvents(10001, "pending") // the backlog, after the statistics
 
-	conn, err := s.w.DB.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	for _, q := range []string{
-		`SET plan_cache_mode = force_generic_plan`,
-		`PREPARE record_attempt (text, text, text, integer, timestamptz, text, integer, timestamptz, integer, bigint, text, text) AS ` + s.q.pgRecordAttempt,
-	} {
-		if _, err := conn.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), `DEALLOCATE record_attempt; RESET plan_cache_mode`)
-	rows, err := conn.QueryContext(ctx, `EXPLAIN EXECUTE record_attempt ('evt_10001', 'owner', 'delivered', 1, now(), '', 1, now(), 200, 1, '', '')`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, line)
-	}
-	if text := strings.Join(plan, "\n"); !strings.Contains(text, "Index Scan using events_id on events") {
+	conn := preparedGeneric(t, s, "record_attempt", "text, text, text, integer, timestamptz, text, integer, timestamptz, integer, bigint, text, text", s.q.pgRecordAttempt)
+	text := cachedPlan(t, conn, `record_attempt ('evt_10001', 'owner', 'delivered', 1, now(), '', 1, now(), 200, 1, '', '')`)
+	if !strings.Contains(text, "Index Scan using events_id on events") {
 		t.Errorf("recording an attempt does not look the event up by id:\n%s", text)
 	}
 }

@@ -26,22 +26,8 @@ func TestPostgresAnalyzesGrowingTables(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// One connection, as a pooled one of the store's would run the look-up.
-	conn, err := s.w.DB.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	for _, q := range []string{
-		`SET plan_cache_mode = force_generic_plan`,
-		`PREPARE payout_lookup (text, text) AS ` + selectPayoutSQL,
-	} {
-		if _, err := conn.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), `DEALLOCATE payout_lookup; RESET plan_cache_mode`)
-	plan(t, conn) // planned and cached while the table is empty
+	conn := preparedGeneric(t, s, "payout_lookup", "text, text", selectPayoutSQL)
+	cachedPlan(t, conn, "payout_lookup ('ws', 'po-1')") // planned and cached while the table is empty
 
 	if _, err := conn.ExecContext(ctx, `INSERT INTO payouts (`+payoutCols+`)
 		SELECT 'ws', 'po-' || i, 'submitted', 100, 'USDT', 'TRON', 'T', 'payer-' || i % 50, '', '', now(), now()
@@ -54,7 +40,7 @@ func TestPostgresAnalyzesGrowingTables(t *testing.T) {
 
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		text := plan(t, conn)
+		text := cachedPlan(t, conn, "payout_lookup ('ws', 'po-1')")
 		if strings.Contains(text, "Index Scan using payouts_payout_id on payouts") {
 			return
 		}
@@ -65,13 +51,46 @@ func TestPostgresAnalyzesGrowingTables(t *testing.T) {
 	}
 }
 
-// plan returns the plan conn's prepared payout_lookup runs with.
-func plan(t *testing.T, conn *sql.Conn) string {
+// preparedGeneric returns a connection of s's on which name is prepared as
+// query (with params, the types of its parameters), PostgreSQL made to
+// cache a generic plan at the first run rather than after a few, as it does
+// on the store's pooled connections. The statement goes at the test's end.
+func preparedGeneric(t *testing.T, s *Store, name, params, query string) *sql.Conn {
 	t.Helper()
-	rows, err := conn.QueryContext(t.Context(), `EXPLAIN EXECUTE payout_lookup ('ws', 'po-1')`)
+	ctx := t.Context()
+	conn, err := s.w.DB.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		conn.ExecContext(context.Background(), `DEALLOCATE `+name+`; RESET plan_cache_mode`)
+		conn.Close()
+	})
+	for _, q := range []string{
+		`SET plan_cache_mode = force_generic_plan`,
+		`PREPARE ` + name + ` (` + params + `) AS ` + query,
+	} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return conn
+}
+
+// cachedPlan returns the plan that conn runs a prepared statement with:
+// execute is its name and arguments, "name (arg, ...)".
+func cachedPlan(t *testing.T, conn *sql.Conn, execute string) string {
+	t.Helper()
+	rows, err := conn.QueryContext(t.Context(), `EXPLAIN EXECUTE `+execute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return planText(t, rows)
+}
+
+// planText reads EXPLAIN's rows into one text.
+func planText(t *testing.T, rows *sql.Rows) string {
+	t.Helper()
 	lines, err := collect(rows, func(sc scanner) (string, error) {
 		var line string
 		err := sc.Scan(&line)
