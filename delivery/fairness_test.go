@@ -19,12 +19,7 @@ func TestBacklogDoesNotDelayOtherWorkspaces(t *testing.T) {
 	stores := map[string]func(t *testing.T) payoutkit.Store{
 		"memory": func(*testing.T) payoutkit.Store { return memstore.New() },
 		"sqlite": func(t *testing.T) payoutkit.Store {
-			s, err := sqlstore.Open(t.Context(), filepath.Join(t.TempDir(), "fair.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
+			return openStore(t, filepath.Join(t.TempDir(), "fair.db"))
 		},
 	}
 	for name, open := range stores {

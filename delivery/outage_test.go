@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/payoutkit/payoutkit"
-	"github.com/payoutkit/payoutkit/storage/sqlstore"
 )
 
 // A receiver that is down for 30 hours (of a fake clock) loses nothing:
@@ -20,11 +19,7 @@ import (
 // first), and once the receiver is back every event arrives, each payout's
 // in order. On SQLite, as the standalone server runs by default.
 func TestReceiverDownThirtyHours(t *testing.T) {
-	store, err := sqlstore.Open(t.Context(), filepath.Join(t.TempDir(), "outage.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := openStore(t, filepath.Join(t.TempDir(), "outage.db"))
 	e := newEnvOn(t, store, newFakeClock(), nil)
 
 	var down atomic.Bool

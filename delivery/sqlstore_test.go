@@ -33,12 +33,9 @@ func TestTwoDispatchersOnPostgres(t *testing.T) {
 	var engines [2]*payoutkit.Engine
 	proc := &settlingProcessor{calls: map[string]int{}}
 	for i := range stores {
-		s, err := sqlstore.Open(t.Context(), dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		s := openStore(t, dsn)
 		stores[i] = s
+		var err error
 		if engines[i], err = payoutkit.New(s, &payoutkit.Config{PasswordCost: bcrypt.MinCost, Processor: proc, Logger: testLogger(t)}); err != nil {
 			t.Fatal(err)
 		}
@@ -233,12 +230,7 @@ func (c *countingNotifier) Notify(ctx context.Context, ws payoutkit.Workspace, e
 
 // The retry schedule and a restart hold on SQLite too, times and all.
 func TestScheduleOnSQLite(t *testing.T) {
-	store, err := sqlstore.Open(t.Context(), filepath.Join(t.TempDir(), "payoutkit.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	e := newEnvOn(t, store, newFakeClock(), nil)
+	e := newEnvOn(t, openStore(t, filepath.Join(t.TempDir(), "payoutkit.db")), newFakeClock(), nil)
 	r := newReceiver(t)
 	var fail atomic.Bool
 	fail.Store(true)
@@ -269,4 +261,15 @@ func TestScheduleOnSQLite(t *testing.T) {
 		t.Fatalf("attempt 6 = %+v", got[5])
 	}
 	e.waitDelivered(ws.ID)
+}
+
+// openStore opens a store on dsn, closed at the test's end.
+func openStore(t *testing.T, dsn string) *sqlstore.Store {
+	t.Helper()
+	s, err := sqlstore.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }

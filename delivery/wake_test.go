@@ -63,13 +63,3 @@ func TestNewWorkClaimedAtOnce(t *testing.T) {
 		})
 	}
 }
-
-func openStore(t *testing.T, dsn string) *sqlstore.Store {
-	t.Helper()
-	s, err := sqlstore.Open(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
