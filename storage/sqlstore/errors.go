@@ -112,3 +112,12 @@ func openProblem(path string, err error) error {
 	}
 	return nil
 }
+
+// pgInsufficientPrivilege is PostgreSQL's SQLSTATE for a permission denied.
+const pgInsufficientPrivilege = "42501"
+
+// isPgCode reports whether err is a PostgreSQL error with SQLSTATE code.
+func isPgCode(err error, code string) bool {
+	e, ok := errors.AsType[*pgconn.PgError](err)
+	return ok && e.Code == code
+}

@@ -61,13 +61,17 @@ func (s *Store) startStatistics(interval time.Duration) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if err := s.analyzeStale(ctx); err != nil {
-					if ctx.Err() == nil {
-						// Most likely a role that does not own the tables:
-						// leave the statistics to autovacuum.
-						s.log.Warn("sqlstore: cannot analyze tables; leaving statistics to autovacuum", "database", s.name, "err", err)
-					}
+				err := s.analyzeStale(ctx)
+				switch {
+				case err == nil || ctx.Err() != nil:
+				case isPgCode(err, pgInsufficientPrivilege):
+					// A role that does not own the tables: leave the
+					// statistics to autovacuum, and say so once.
+					s.log.Warn("sqlstore: this role may not analyze the tables; leaving their statistics to autovacuum", "database", s.name, "err", err)
 					return
+				default:
+					// The database away for a moment: try at the next tick.
+					s.log.Debug("sqlstore: analyzing tables", "database", s.name, "err", err)
 				}
 			}
 		}
@@ -86,6 +90,7 @@ func (s *Store) stopStatistics() {
 // size since their last statistics. SKIP_LOCKED passes over a table that
 // another session (autovacuum, another instance) is analyzing.
 func (s *Store) analyzeStale(ctx context.Context) error {
+	ctx = s.detach(ctx) // a cancelled statement could spoil its pooled connection
 	rows, err := s.w.DB.QueryContext(ctx, staleTablesSQL, growingTables, analyzeMinChanges)
 	if err != nil {
 		return err
