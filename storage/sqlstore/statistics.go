@@ -33,10 +33,14 @@ const analyzeMinChanges = 1000
 var growingTables = []string{"payouts", "events", "delivery_attempts", "ledger_entries", "orders", "customers"}
 
 // staleTablesSQL names the growing tables of the store's schema changed by
-// more than $2 plus their size at their last statistics.
+// more than $2 plus their size at their last statistics, among those the
+// role may analyze (it owns them, or is a superuser): for another table
+// ANALYZE does not fail but skips it with a warning in the server's log,
+// which would come back at every check.
 const staleTablesSQL = `SELECT t.relname FROM pg_stat_user_tables t JOIN pg_class c ON c.oid = t.relid
 	WHERE t.schemaname = current_schema() AND t.relname = ANY($1)
 		AND t.n_mod_since_analyze > $2 + GREATEST(c.reltuples, 0)
+		AND (pg_has_role(c.relowner, 'USAGE') OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user))
 	ORDER BY t.relname`
 
 // statistics is the goroutine that keeps a PostgreSQL store's statistics.
@@ -61,7 +65,7 @@ func (s *Store) startStatistics(interval time.Duration) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				err := s.analyzeStale(ctx)
+				_, err := s.analyzeStale(ctx)
 				switch {
 				case err == nil || ctx.Err() != nil:
 				case isPgCode(err, pgInsufficientPrivilege):
@@ -87,13 +91,14 @@ func (s *Store) stopStatistics() {
 }
 
 // analyzeStale analyzes the growing tables that changed by more than their
-// size since their last statistics. SKIP_LOCKED passes over a table that
-// another session (autovacuum, another instance) is analyzing.
-func (s *Store) analyzeStale(ctx context.Context) error {
+// size since their last statistics, and returns their names. SKIP_LOCKED
+// passes over a table that another session (autovacuum, another instance)
+// is analyzing.
+func (s *Store) analyzeStale(ctx context.Context) ([]string, error) {
 	ctx = s.detach(ctx) // a cancelled statement could spoil its pooled connection
 	rows, err := s.w.DB.QueryContext(ctx, staleTablesSQL, growingTables, analyzeMinChanges)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	names, err := collect(rows, func(sc scanner) (string, error) {
 		var name string
@@ -101,16 +106,16 @@ func (s *Store) analyzeStale(ctx context.Context) error {
 		return name, err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Only names of growingTables go into the statement.
 	stale := slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(growingTables, n) })
 	if len(stale) == 0 {
-		return nil
+		return nil, nil
 	}
 	if _, err := s.w.DB.ExecContext(ctx, "ANALYZE (SKIP_LOCKED) "+strings.Join(stale, ", ")); err != nil {
-		return err
+		return nil, err
 	}
 	s.log.Debug("sqlstore: analyzed tables", "database", s.name, "tables", stale)
-	return nil
+	return stale, nil
 }

@@ -3,6 +3,8 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,4 +102,81 @@ func planText(t *testing.T, rows *sql.Rows) string {
 		t.Fatal(err)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// A store whose role does not own the tables leaves their statistics
+// alone: it never runs an ANALYZE that PostgreSQL would answer with a
+// warning in its log at every check. The owner's store analyzes them.
+func TestPostgresStatisticsOnlyForOwnedTables(t *testing.T) {
+	ctx := t.Context()
+	dsn := sqltest.Postgres(t)
+	owner, err := Open(ctx, dsn, func(c *config) { c.statisticsInterval = 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owner.Close() })
+	var schema string
+	if err := owner.writer().QueryRowContext(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	role := schema + "_app" // unique per test, like the schema
+	for _, q := range []string{
+		`CREATE ROLE ` + role + ` LOGIN`,
+		`GRANT USAGE ON SCHEMA ` + schema + ` TO ` + role,
+		`GRANT ALL ON ALL TABLES IN SCHEMA ` + schema + ` TO ` + role,
+		`GRANT ALL ON ALL SEQUENCES IN SCHEMA ` + schema + ` TO ` + role,
+	} {
+		if _, err := owner.writer().ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		owner.writer().ExecContext(context.Background(), `DROP OWNED BY `+role+`; DROP ROLE `+role)
+	})
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	app, err := Open(ctx, u.String(), func(c *config) { c.statisticsInterval = 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+
+	if _, err := owner.writer().ExecContext(ctx, `INSERT INTO workspaces (id, name, webhook_url, webhook_secret, created_at) VALUES ('ws', 'Test', '', 'whsec_x', now());
+		INSERT INTO payouts (`+payoutCols+`)
+		SELECT 'ws', 'po-' || i, 'submitted', 100, 'USDT', 'TRON', 'T', 'payer', '', '', now(), now() FROM generate_series(1, 2000) AS i;
+		SELECT pg_stat_force_next_flush()`); err != nil {
+		t.Fatal(err)
+	}
+	analyzed := func() bool {
+		t.Helper()
+		var at sql.NullTime
+		if err := owner.writer().QueryRowContext(ctx, `SELECT last_analyze FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = 'payouts'`).Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		return at.Valid
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		tried, err := app.analyzeStale(ctx)
+		if err != nil || len(tried) > 0 {
+			t.Fatalf("the non-owner's store analyzed %v (%v); want none", tried, err)
+		}
+		done, err := owner.analyzeStale(ctx)
+		if err != nil {
+			t.Fatalf("the owner's check: %v", err)
+		}
+		if slices.Contains(done, "payouts") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the owner's store did not analyze the grown payouts")
+		}
+		time.Sleep(20 * time.Millisecond) // the statistics may come late
+	}
+	if !analyzed() {
+		t.Fatal("payouts has no statistics after the owner's ANALYZE")
+	}
 }
