@@ -57,7 +57,7 @@ func New(ctx context.Context, db *bun.DB, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	s.startCommitters()
-	s.startStatistics(s.statisticsInterval)
+	s.startStatistics()
 	return s, nil
 }
 

@@ -134,15 +134,18 @@ const (
 	pgResetSettings = `SET LOCAL enable_sort TO DEFAULT; SET LOCAL enable_bitmapscan TO DEFAULT`
 )
 
-// pgClaimRows is writeRows for a claim on PostgreSQL, under pgClaimSettings
-// when pinPlan is set. A claim runs in a transaction of its own, beside the
-// committers rather than in the outbox's batches: a claim's SKIP LOCKED
-// needs no ordering with other writes, and in a batch it waited for the
-// batch before and for its own batch's attempts (30-220 ms per claim under
-// the spread payout load), while every delivery worker it would feed held
-// its slot waiting for its record. Its COMMIT needs no company either:
+// claimRows runs a claim: on SQLite as writeRows does; on PostgreSQL under
+// pgClaimSettings when pinPlan is set, in a transaction of its own, beside
+// the committers rather than in the outbox's batches: a claim's SKIP
+// LOCKED needs no ordering with other writes, and in a batch it waited for
+// the batch before and for its own batch's attempts (30-220 ms per claim
+// under the spread payout load), while every delivery worker it would feed
+// held its slot waiting for its record. Its COMMIT needs no company either:
 // claims come a few dozen times a second at most.
-func (s *Store) pgClaimRows(ctx context.Context, pinPlan bool, read func(*sql.Rows) error, query string, args ...any) error {
+func (s *Store) claimRows(ctx context.Context, pinPlan bool, read func(*sql.Rows) error, query string, args ...any) error {
+	if !s.pg() {
+		return s.writeRows(ctx, read, query, args...)
+	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		ctx := s.detach(ctx)
 		if pinPlan {
@@ -508,13 +511,7 @@ func claim[T any](ctx context.Context, s *Store, pinPlan bool, scan func(scanner
 		seq int64
 	}
 	var got []claimed
-	write := s.writeRows
-	if s.pg() {
-		write = func(ctx context.Context, read func(*sql.Rows) error, query string, args ...any) error {
-			return s.pgClaimRows(ctx, pinPlan, read, query, args...)
-		}
-	}
-	err := write(ctx, func(rows *sql.Rows) error {
+	err := s.claimRows(ctx, pinPlan, func(rows *sql.Rows) error {
 		var err error
 		got, err = collect(rows, func(sc scanner) (claimed, error) {
 			var c claimed

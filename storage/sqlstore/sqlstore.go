@@ -192,7 +192,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	}
 	s.priorityMu.Unlock()
 	s.startCommitters()
-	s.startStatistics(s.statisticsInterval)
+	s.startStatistics()
 	return s, nil
 }
 

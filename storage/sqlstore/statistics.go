@@ -50,8 +50,9 @@ type statistics struct {
 }
 
 // startStatistics starts keeping the statistics of a PostgreSQL store's
-// tables, every interval, until Close.
-func (s *Store) startStatistics(interval time.Duration) {
+// tables, every statisticsInterval, until Close.
+func (s *Store) startStatistics() {
+	interval := s.statisticsInterval
 	if !s.pg() || interval <= 0 || s.tx != nil {
 		return
 	}
