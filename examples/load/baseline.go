@@ -54,6 +54,7 @@ func serveBaseline(ctx context.Context, stdout io.Writer) error {
 // baseline is a running baseline process.
 type baseline struct {
 	url  string
+	pid  int
 	stop func()
 }
 
@@ -81,5 +82,5 @@ func startBaseline(ctx context.Context) (*baseline, error) {
 		stop()
 		return nil, fmt.Errorf("starting the baseline: %w", err)
 	}
-	return &baseline{url: "http://" + strings.TrimSpace(line), stop: stop}, nil
+	return &baseline{url: "http://" + strings.TrimSpace(line), pid: cmd.Process.Pid, stop: stop}, nil
 }

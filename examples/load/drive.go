@@ -38,6 +38,7 @@ type result struct {
 	RatioToBaseline float64   `json:"ratio_to_baseline,omitempty"`
 	ServerCPU       float64   `json:"server_cpu_cores,omitempty"` // cores busy on average during the load
 	ServerRSSMiB    float64   `json:"server_rss_peak_mib,omitempty"`
+	LoadCPU         float64   `json:"load_cpu_cores,omitempty"` // this process: its clients and webhook receiver
 	Delivery        *delivery `json:"delivery,omitempty"`
 
 	loadEnded time.Time

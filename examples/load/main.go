@@ -202,7 +202,9 @@ func execute(ctx context.Context, o options, progress func(string, ...any)) (*re
 		if err != nil {
 			return nil, err
 		}
-		res := drive(ctx, o, b.url, func(int) request { return request{method: "GET", path: "/v1/balance", key: "sk_baseline"} })
+		res := measure(b.pid, func() result {
+			return drive(ctx, o, b.url, func(int) request { return request{method: "GET", path: "/v1/balance", key: "sk_baseline"} })
+		})
 		b.stop()
 		res.Name = "baseline (bare net/http)"
 		rep.Baseline = &res

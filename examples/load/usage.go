@@ -91,6 +91,26 @@ func (s *usageSampler) stop() (cores, rssMiB float64) {
 	return (cpu1 - s.cpu0).Seconds() / time.Since(s.start).Seconds(), float64(s.peak) / 1024
 }
 
+// measure runs one workload's drive and adds to its result the cores and
+// peak memory of the server process pid (0: not ours to watch), and the
+// cores of this process (the clients and the webhook receiver): on a
+// machine where the load and the server share the cores, what the load
+// takes the server cannot have, so the ratio of two rates reads right only
+// beside the split.
+func measure(pid int, drive func() result) result {
+	var server *usageSampler
+	if pid != 0 {
+		server = startSampler(pid)
+	}
+	self := startSampler(os.Getpid())
+	res := drive()
+	res.LoadCPU, _ = self.stop()
+	if server != nil {
+		res.ServerCPU, res.ServerRSSMiB = server.stop()
+	}
+	return res
+}
+
 // serverUsage is what the server process cost over the whole run.
 type serverUsage struct {
 	PeakRSSMiB    float64 `json:"peak_rss_mib"` // VmHWM: the high-water mark of the whole run

@@ -69,14 +69,7 @@ func runWorkload(ctx context.Context, o options, t *target, name string) (result
 		return result{}, fmt.Errorf("unknown workload %q", name)
 	}
 
-	var sampler *usageSampler
-	if t.pid() != 0 {
-		sampler = startSampler(t.pid())
-	}
-	res := drive(ctx, o, t.url, next)
+	res := measure(t.pid(), func() result { return drive(ctx, o, t.url, next) })
 	res.Name = name
-	if sampler != nil {
-		res.ServerCPU, res.ServerRSSMiB = sampler.stop()
-	}
 	return res, nil
 }
