@@ -304,11 +304,15 @@ func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result
 	return s.writer().ExecContext(ctx, query, args...)
 }
 
-// readRow runs a read that returns one row, prepared if it is one of
-// preparedReads.
-func (s *Store) readRow(ctx context.Context, query string, args ...any) *sql.Row {
+// readRow runs a read that returns one row when it is scanned: prepared if
+// it is one of preparedReads (SQLite), grouped with others (PostgreSQL,
+// readgroup.go).
+func (s *Store) readRow(ctx context.Context, query string, args ...any) scanner {
 	if st := s.rstmts[query]; st != nil {
 		return st.QueryRowContext(ctx, args...)
+	}
+	if s.tx == nil && s.reads != nil {
+		return s.reads.row(query, args)
 	}
 	return s.reader().QueryRowContext(ctx, query, args...)
 }

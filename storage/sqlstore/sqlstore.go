@@ -105,6 +105,8 @@ type Store struct {
 	// statisticsInterval is config's.
 	stats              *statistics
 	statisticsInterval time.Duration
+	// reads groups PostgreSQL's point reads (readgroup.go); nil on SQLite.
+	reads *readGroups
 }
 
 var (
@@ -411,8 +413,12 @@ func (s *Store) workCommitted() {
 }
 
 func newStore(dialect string, w, r *bun.DB, cfg config, name string) *Store {
-	return &Store{dialect: dialect, w: w, r: r, log: cfg.logger, name: name, q: queriesFor(dialect), observeCommit: cfg.observeCommit,
+	s := &Store{dialect: dialect, w: w, r: r, log: cfg.logger, name: name, q: queriesFor(dialect), observeCommit: cfg.observeCommit,
 		priorityMu: new(sync.Mutex), work: new(wake.Signal), statisticsInterval: cfg.statisticsInterval}
+	if dialect == DialectPostgres {
+		s.reads = newReadGroups(r.DB, readLanes)
+	}
+	return s
 }
 
 // ownedSQLiteParams are the DSN parameters the store sets itself on SQLite:
