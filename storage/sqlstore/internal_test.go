@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"regexp"
@@ -242,6 +243,42 @@ func TestPostgresClaimPlans(t *testing.T) {
 	}
 	var sortOn string
 	if err := s.writer().QueryRowContext(ctx, "SHOW enable_sort").Scan(&sortOn); err != nil || sortOn != "on" {
+		t.Errorf("enable_sort after a claim: %q, %v; want on", sortOn, err)
+	}
+}
+
+// A claim on PostgreSQL is sent with its settings in one round trip, as one
+// implicit transaction: the settings hold for the claim and end with it, on
+// the connection the next statement gets (the pool's only one here).
+func TestPostgresClaimSettingsEndWithClaim(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(ctx, sqltest.Postgres(t), WithMaxConns(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	settings := func(pinPlan bool) string {
+		var sort, bitmap string
+		err := s.claimRows(ctx, pinPlan, func(rows rowIter) error {
+			defer rows.Close()
+			if !rows.Next() {
+				return fmt.Errorf("no row: %v", rows.Err())
+			}
+			return rows.Scan(&sort, &bitmap)
+		}, `SELECT current_setting('enable_sort'), current_setting('enable_bitmapscan')`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sort + "/" + bitmap
+	}
+	if got := settings(true); got != "off/off" {
+		t.Errorf("a pinned claim ran with enable_sort/enable_bitmapscan %s; want off/off", got)
+	}
+	if got := settings(false); got != "on/on" {
+		t.Errorf("a claim after a pinned one ran with %s; want on/on", got)
+	}
+	var sortOn string
+	if err := s.reader().QueryRowContext(ctx, "SHOW enable_sort").Scan(&sortOn); err != nil || sortOn != "on" {
 		t.Errorf("enable_sort after a claim: %q, %v; want on", sortOn, err)
 	}
 }

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -111,4 +112,59 @@ func (s *Store) writePiped(ctx context.Context, key string, fn txFunc, pipe *pgP
 		return s.writeTxRefusalSafe(ctx, key, fn)
 	}
 	return s.committerFor(key).submit(ctx, key, true, fn, pipe)
+}
+
+// errNotPgx is returned by a pipelined path, having done nothing, when the
+// driver is not pgx's (a caller's handle, New).
+var errNotPgx = errors.New("sqlstore: pipelining needs pgx's database/sql driver")
+
+// claimPipelined runs a claim on PostgreSQL in one round trip instead of
+// four (BEGIN, the settings, the claim, COMMIT): the settings and the
+// claim go as one pgx batch, which PostgreSQL runs as one implicit
+// transaction, committed at the batch's end; set_config's local values end
+// with it. The claimed rows are read before that commit, so an error
+// committing returns the error, not the rows: their leases lapse unused.
+// It returns errNotPgx, having done nothing, if the driver is not pgx's.
+func (s *Store) claimPipelined(ctx context.Context, pinPlan bool, read func(rowIter) error, query string, args []any) error {
+	ctx = context.WithoutCancel(ctx) // as detach
+	conn, err := s.w.DB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(driverConn any) (err error) {
+		sc, ok := driverConn.(*stdlib.Conn)
+		if !ok {
+			return errNotPgx
+		}
+		var b pgx.Batch
+		if pinPlan {
+			b.Queue(pgClaimSettings)
+		}
+		b.Queue(query, args...)
+		br := sc.Conn().SendBatch(ctx, &b)
+		defer func() {
+			if cerr := br.Close(); err == nil {
+				err = cerr
+			}
+		}()
+		if pinPlan {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		return read(pgxRows{rows})
+	})
+}
+
+// pgxRows is pgx's rows as a rowIter.
+type pgxRows struct{ pgx.Rows }
+
+func (r pgxRows) Close() error {
+	r.Rows.Close()
+	return r.Rows.Err()
 }

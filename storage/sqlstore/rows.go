@@ -104,7 +104,7 @@ func (rowsAffected) LastInsertId() (int64, error) {
 // writeRows runs a single write statement that returns rows (UPDATE ...
 // RETURNING) and hands them to read, which must consume and close them, in
 // the committer's next batch.
-func (s *Store) writeRows(ctx context.Context, read func(*sql.Rows) error, query string, args ...any) error {
+func (s *Store) writeRows(ctx context.Context, read func(rowIter) error, query string, args ...any) error {
 	if s.batch == nil || s.tx != nil {
 		rows, err := s.writer().QueryContext(ctx, query, args...)
 		if err != nil {
@@ -127,12 +127,20 @@ func (s *Store) writeRows(ctx context.Context, read func(*sql.Rows) error, query
 // small (a new deployment's first minute, or autovacuum off) it reads every
 // due row through a bitmap and sorts them, and a backlog of ten thousand
 // due events makes each claim 50 ms instead of 2 (TestPostgresClaimPlans).
-// SET LOCAL keeps them to the claim's transaction; in a caller's
-// transaction (WithTx) pgResetSettings restores the defaults after it.
+// They are local to the claim's transaction; in a caller's transaction
+// (WithTx) pgResetSettings restores the defaults after it.
 const (
-	pgClaimSettings = `SET LOCAL enable_sort = off; SET LOCAL enable_bitmapscan = off`
+	pgClaimSettings = `SELECT set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true)`
 	pgResetSettings = `SET LOCAL enable_sort TO DEFAULT; SET LOCAL enable_bitmapscan TO DEFAULT`
 )
+
+// rowIter is the rows of a query: database/sql's, or pgx's (pgxRows).
+type rowIter interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+}
 
 // claimRows runs a claim: on SQLite as writeRows does; on PostgreSQL under
 // pgClaimSettings when pinPlan is set, in a transaction of its own, beside
@@ -142,9 +150,14 @@ const (
 // under the spread payout load), while every delivery worker it would feed
 // held its slot waiting for its record. Its COMMIT needs no company either:
 // claims come a few dozen times a second at most.
-func (s *Store) claimRows(ctx context.Context, pinPlan bool, read func(*sql.Rows) error, query string, args ...any) error {
+func (s *Store) claimRows(ctx context.Context, pinPlan bool, read func(rowIter) error, query string, args ...any) error {
 	if !s.pg() {
 		return s.writeRows(ctx, read, query, args...)
+	}
+	if s.tx == nil {
+		if err := s.claimPipelined(ctx, pinPlan, read, query, args); err != errNotPgx {
+			return err
+		}
 	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		ctx := s.detach(ctx)
@@ -480,7 +493,7 @@ func scanAttempt(sc scanner) (payoutkit.DeliveryAttempt, error) {
 }
 
 // collect scans every row, closing rows.
-func collect[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
+func collect[T any](rows rowIter, scan func(scanner) (T, error)) ([]T, error) {
 	defer rows.Close()
 	var out []T
 	for rows.Next() {
@@ -515,7 +528,7 @@ func claim[T any](ctx context.Context, s *Store, pinPlan bool, scan func(scanner
 		seq int64
 	}
 	var got []claimed
-	err := s.claimRows(ctx, pinPlan, func(rows *sql.Rows) error {
+	err := s.claimRows(ctx, pinPlan, func(rows rowIter) error {
 		var err error
 		got, err = collect(rows, func(sc scanner) (claimed, error) {
 			var c claimed
