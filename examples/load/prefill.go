@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver, for VACUUM
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/storage/sqlstore"
 )
@@ -72,7 +74,33 @@ func prefill(ctx context.Context, db string, w *workspace, n int, cents int64, p
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return handOffAll(ctx, store, progress)
+	if err := handOffAll(ctx, store, progress); err != nil {
+		return err
+	}
+	if store.Dialect() == sqlstore.DialectPostgres {
+		return vacuum(ctx, db, progress)
+	}
+	return nil
+}
+
+// vacuum runs VACUUM ANALYZE on a PostgreSQL database after the prefill, as
+// autovacuum would after a bulk load: the hand-offs left a million dead
+// row versions, whose index entries every claim would otherwise walk over
+// (the p99 of payouts with a million stored: 167 ms unvacuumed, 104 ms
+// after, against 88 ms with ten thousand). A server with autovacuum off, as
+// on our test machines, would keep them.
+func vacuum(ctx context.Context, dsn string, progress func(string, ...any)) error {
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	start := time.Now()
+	if _, err := db.ExecContext(ctx, "VACUUM ANALYZE"); err != nil {
+		return fmt.Errorf("prefill: VACUUM ANALYZE: %w", err)
+	}
+	progress("prefill: VACUUM ANALYZE took %s", time.Since(start).Round(time.Second))
+	return nil
 }
 
 // handOffAll marks every payout waiting for its hand-off as handed off, as

@@ -41,7 +41,7 @@ type readGroups struct {
 	// connection.
 	lanes int
 	// ungrouped is set when the driver is not pgx's (a caller's handle,
-	// New): reads then run one by one.
+	// New): reads then go to the pool one by one, as without groups.
 	ungrouped atomic.Bool
 
 	// groups and grouped count the groups sent as batches and their reads.
@@ -88,6 +88,10 @@ func (r groupedRow) Scan(dest ...any) error {
 // read sends r at once if a lane is free, or waits for the next group.
 // The read that leads a group sends it, so no goroutine is started.
 func (g *readGroups) read(r *groupedRead) error {
+	if g.ungrouped.Load() {
+		// Nothing to group: the driver's pool runs reads side by side.
+		return g.db.QueryRowContext(context.Background(), r.query, r.args...).Scan(r.dest...)
+	}
 	g.mu.Lock()
 	if g.running < g.lanes {
 		g.running++

@@ -236,6 +236,13 @@ func TestGroupedReadsOtherDriver(t *testing.T) {
 		}
 	}
 	if !g.ungrouped.Load() {
-		t.Error("reads of a driver that is not pgx's were not marked ungrouped")
+		t.Fatal("reads of a driver that is not pgx's were not marked ungrouped")
+	}
+	// From then on reads do not queue: they run side by side in the
+	// driver's pool, even with every lane taken.
+	holdLane(g)
+	var v int
+	if err := g.row(`SELECT 21 * 2`, nil).Scan(&v); err != nil || v != 42 {
+		t.Errorf("a read once ungrouped: %d, %v; want 42", v, err)
 	}
 }
