@@ -52,7 +52,7 @@ func runPipeline(ctx context.Context, conn *sql.Conn, piped []*txRequest) (thens
 	err = conn.Raw(func(driverConn any) (err error) {
 		sc, ok := driverConn.(*stdlib.Conn)
 		if !ok {
-			return fmt.Errorf("sqlstore: pipelining needs pgx's database/sql driver, not %T", driverConn)
+			return fmt.Errorf("%w, not %T", errNotPgx, driverConn)
 		}
 		var b pgx.Batch
 		for _, r := range piped {
