@@ -92,6 +92,37 @@ func TestPostgresGroupedReadsAnswerEach(t *testing.T) {
 	}
 }
 
+// While reads are few they go side by side, each alone, as through a pool
+// of connections: grouping them would make each wait for the others'
+// round trips. Three slow reads at once are all in flight together.
+func TestPostgresFewReadsGoSideBySide(t *testing.T) {
+	s := openPostgresWorkspace(t, "")
+	g := s.reads
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			var one int
+			if err := g.row(`SELECT 1 FROM pg_sleep(0.5)`, nil).Scan(&one); err != nil || one != 1 {
+				t.Errorf("slow read: %d, %v", one, err)
+			}
+		})
+	}
+	most := 0
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && most < 3; {
+		g.mu.Lock()
+		most = max(most, g.running)
+		g.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	wg.Wait()
+	if most < 3 {
+		t.Errorf("at most %d of 3 reads were in flight at once; want all 3", most)
+	}
+	if groups := g.groups.Load(); groups != 0 {
+		t.Errorf("%d groups sent; want none while reads are few", groups)
+	}
+}
+
 // The store's reads answer the same grouped as alone: every column type
 // of a payout (settlement decimals, times), an order, a key, a balance and
 // a workspace scans through pgx's batch as through database/sql.
