@@ -19,8 +19,9 @@ import (
 // statement, on one connection (pgx's batch: one write and one read of the
 // socket for the whole group). Each statement still takes its own snapshot
 // when it runs, after its caller asked, so a key revoked before a request
-// is refused on that request as before. A read that finds no group being
-// sent goes at once, alone: grouping adds no wait to a quiet store.
+// is refused on that request as before. While reads are few each goes at
+// once, alone, side by side with the others (readLanes): grouping adds no
+// wait to a quiet store.
 
 // readLanes is how many reads a store sends at once, alone, while reads
 // are few, as a pool of connections would. Once they crowd they go as one
@@ -41,8 +42,8 @@ const maxReadGroup = 64
 // arrive while others are in flight.
 type readGroups struct {
 	db *sql.DB
-	// lanes is how many groups may be in flight at once, each on its own
-	// connection.
+	// lanes is how many reads may go at once, alone, each on its own
+	// connection, while reads are few (read).
 	lanes int
 	// ungrouped is set when the driver is not pgx's (a caller's handle,
 	// New): reads then go to the pool one by one, as without groups.
@@ -58,7 +59,7 @@ type readGroups struct {
 	// than one read: reads crowd still, and wait for the next group even
 	// when no group is in flight.
 	lastCrowded bool
-	queue   []*groupedRead
+	queue       []*groupedRead
 }
 
 // groupedRead is one point read waiting in, or sent with, a group.
