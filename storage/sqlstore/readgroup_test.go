@@ -158,53 +158,32 @@ func TestPostgresGroupedReadsMatchAlone(t *testing.T) {
 	// read makes the reads at once, each on its own goroutine.
 	read := func() (a answers, errs []error) {
 		var mu sync.Mutex
-		fail := func(err error) {
-			mu.Lock()
-			errs = append(errs, err)
-			mu.Unlock()
-		}
 		var wg sync.WaitGroup
-		wg.Go(func() {
-			var err error
-			if a.Payout, err = s.Payout(ctx, e.ws, "po-settled"); err != nil {
-				fail(err)
-			}
-		})
-		wg.Go(func() {
+		// each makes one read on a goroutine of its own, keeping its error.
+		each := func(read func() error) {
+			wg.Go(func() {
+				if err := read(); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			})
+		}
+		each(func() (err error) { a.Payout, err = s.Payout(ctx, e.ws, "po-settled"); return })
+		each(func() error {
 			var err error
 			a.Missing, err = s.Payout(ctx, e.ws, "po-none")
 			a.MissingErr = errors.Is(err, payoutkit.ErrNotFound)
+			return nil
 		})
-		wg.Go(func() {
-			var err error
-			if a.Order, err = s.Order(ctx, e.ws, "fund"); err != nil {
-				fail(err)
-			}
+		each(func() (err error) { a.Order, err = s.Order(ctx, e.ws, "fund"); return })
+		each(func() (err error) { a.Key, err = s.APIKey(ctx, keys[0].Prefix); return })
+		each(func() (err error) {
+			a.KeyBalanceKey, a.KeyBalance, err = s.APIKeyBalance(ctx, keys[0].Prefix)
+			return
 		})
-		wg.Go(func() {
-			var err error
-			if a.Key, err = s.APIKey(ctx, keys[0].Prefix); err != nil {
-				fail(err)
-			}
-		})
-		wg.Go(func() {
-			var err error
-			if a.KeyBalanceKey, a.KeyBalance, err = s.APIKeyBalance(ctx, keys[0].Prefix); err != nil {
-				fail(err)
-			}
-		})
-		wg.Go(func() {
-			var err error
-			if a.Balance, err = s.Balance(ctx, e.ws); err != nil {
-				fail(err)
-			}
-		})
-		wg.Go(func() {
-			var err error
-			if a.Workspace, err = s.Workspace(ctx, e.ws); err != nil {
-				fail(err)
-			}
-		})
+		each(func() (err error) { a.Balance, err = s.Balance(ctx, e.ws); return })
+		each(func() (err error) { a.Workspace, err = s.Workspace(ctx, e.ws); return })
 		wg.Wait()
 		return a, errs
 	}
