@@ -124,7 +124,8 @@ var errNotPgx = errors.New("sqlstore: pipelining needs pgx's database/sql driver
 // transaction, committed at the batch's end; set_config's local values end
 // with it. The claimed rows are read before that commit, so an error
 // committing returns the error, not the rows: their leases lapse unused.
-// It returns errNotPgx, having done nothing, if the driver is not pgx's.
+// It returns errNotPgx, having done nothing, if the driver is not pgx's;
+// the store then knows it, and claims as reads go without batches.
 func (s *Store) claimPipelined(ctx context.Context, pinPlan bool, read func(rowIter) error, query string, args []any) error {
 	ctx = context.WithoutCancel(ctx) // as detach
 	conn, err := s.w.DB.Conn(ctx)
@@ -135,6 +136,7 @@ func (s *Store) claimPipelined(ctx context.Context, pinPlan bool, read func(rowI
 	return conn.Raw(func(driverConn any) (err error) {
 		sc, ok := driverConn.(*stdlib.Conn)
 		if !ok {
+			s.reads.ungrouped.Store(true) // no batches for the reads either
 			return errNotPgx
 		}
 		var b pgx.Batch

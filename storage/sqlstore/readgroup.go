@@ -46,7 +46,8 @@ type readGroups struct {
 	// connection, while reads are few (read).
 	lanes int
 	// ungrouped is set when the driver is not pgx's (a caller's handle,
-	// New): reads then go to the pool one by one, as without groups.
+	// New): reads then go to the pool one by one, as without groups, and
+	// claims run in a transaction of their own (claimRows).
 	ungrouped atomic.Bool
 
 	// groups and grouped count the groups sent as batches and their reads.

@@ -154,7 +154,7 @@ func (s *Store) claimRows(ctx context.Context, pinPlan bool, read func(rowIter) 
 	if !s.pg() {
 		return s.writeRows(ctx, read, query, args...)
 	}
-	if s.tx == nil {
+	if s.tx == nil && !s.reads.ungrouped.Load() {
 		if err := s.claimPipelined(ctx, pinPlan, read, query, args); err != errNotPgx {
 			return err
 		}
