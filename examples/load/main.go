@@ -31,6 +31,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -77,6 +78,7 @@ type options struct {
 	fundCents   int64
 	payoutCents int64
 	prefill     int
+	cpuProfile  string
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -98,6 +100,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.idleWait, "idle", 5*time.Second, "how long to measure the idle server's CPU at the end (0: skip)")
 	fs.BoolVar(&o.baseline, "baseline", true, "measure the bare net/http baseline first")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the load tool's own CPU profile (its clients and webhook receiver) to `file`, for go tool pprof")
 	fs.IntVar(&o.prefill, "prefill", 0, "store this many payouts in the hot workspace before the server starts (to measure with a large database)")
 	fund := fs.String("fund", "10000000.00", "USD `amount` each workspace is funded with")
 	payout := fs.String("amount", "1.00", "USD `amount` of each payout")
@@ -173,6 +176,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	progress := func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
+	if o.cpuProfile != "" {
+		stop, err := startCPUProfile(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	rep, err := execute(ctx, o, progress)
 	if err != nil {
 		return err
@@ -190,6 +200,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("the money or event check failed (see the report)")
 	}
 	return nil
+}
+
+// startCPUProfile profiles the load tool's own CPU into path until stop: what
+// the load tool spends, a server on the same cores cannot have.
+func startCPUProfile(path string) (stop func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 // execute sets up the target, runs the baseline and every workload, and

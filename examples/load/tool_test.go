@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -45,5 +47,27 @@ func TestReadLogs(t *testing.T) {
 	}
 	if strings.Contains(got, "/v1/balance") || strings.Contains(got, "migration") {
 		t.Errorf("passed on INFO lines:\n%s", got)
+	}
+}
+
+// -cpuprofile writes a profile that go tool pprof reads (gzipped protobuf).
+func TestCPUProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "load.prof")
+	stop, err := startCPUProfile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("profile of %d bytes is not gzipped", len(b))
+	}
+	if _, err := startCPUProfile(filepath.Join(t.TempDir(), "missing", "load.prof")); err == nil {
+		t.Error("a profile in a missing directory started")
 	}
 }
