@@ -100,11 +100,25 @@ func (h *Handler) finish(rec *recorder, r *http.Request) {
 	if status == 0 {
 		status = http.StatusOK
 	}
-	d := time.Since(ri.start)
+	end := time.Now()
+	d := end.Sub(ri.start)
 	if h.observe != nil {
 		h.observe(ri.pattern, rec.code, d)
 	}
-	attrs := []slog.Attr{
+	ctx := r.Context()
+	level := slog.LevelInfo
+	if status >= 500 && ctx.Err() == nil { // not a client that went away
+		level = slog.LevelError
+	}
+	handler := ri.log.Handler()
+	if !handler.Enabled(ctx, level) {
+		return
+	}
+	// The record is made here rather than by Logger.LogAttrs, which would
+	// also look up its caller's program counter: for a line that always
+	// comes from here, a cost per request that tells nothing.
+	line := slog.NewRecord(end, level, "request", 0)
+	line.AddAttrs(
 		slog.String("request_id", ri.id),
 		slog.String("method", safeMethod(r.Method)),
 		slog.String("path", path),
@@ -112,15 +126,11 @@ func (h *Handler) finish(rec *recorder, r *http.Request) {
 		slog.Int("code", int(rec.code)),
 		slog.Duration("duration", d),
 		slog.Int64("bytes", rec.bytes),
-	}
+	)
 	if ri.principal.WorkspaceID != "" {
-		attrs = append(attrs, slog.String("workspace_id", ri.principal.WorkspaceID), slog.String("key_prefix", ri.principal.KeyPrefix))
+		line.AddAttrs(slog.String("workspace_id", ri.principal.WorkspaceID), slog.String("key_prefix", ri.principal.KeyPrefix))
 	}
-	level := slog.LevelInfo
-	if status >= 500 && r.Context().Err() == nil { // not a client that went away
-		level = slog.LevelError
-	}
-	ri.log.LogAttrs(r.Context(), level, "request", attrs...)
+	handler.Handle(ctx, line) // a failed write of a log line has nowhere to be reported
 }
 
 // recoverPanic turns a panic in an endpoint into a 50000.
