@@ -196,7 +196,8 @@ func (s *Store) bunReader() bun.IDB {
 // bad connection": a client that hangs up could fail another client's
 // request (TestPostgresCancelledCallersSpareOthers). A statement takes
 // milliseconds; a caller that gave up gets its answer late and drops it.
-// SQLite's driver interrupts a statement cleanly, so there ctx is kept.
+// SQLite's driver interrupts a statement cleanly, so there ctx is kept
+// (but for the point reads, which readRow runs detached on both).
 func (s *Store) detach(ctx context.Context) context.Context {
 	if s.pg() {
 		return context.WithoutCancel(ctx)
