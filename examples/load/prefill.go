@@ -86,8 +86,7 @@ func prefill(ctx context.Context, db string, w *workspace, n int, cents int64, p
 // vacuum runs VACUUM ANALYZE on a PostgreSQL database after the prefill, as
 // autovacuum would after a bulk load: the hand-offs left a million dead
 // row versions, whose index entries every claim would otherwise walk over
-// (the p99 of payouts with a million stored: 167 ms unvacuumed, 104 ms
-// after, against 88 ms with ten thousand). A server with autovacuum off, as
+// (docs/PERFORMANCE.md has the figures). A server with autovacuum off, as
 // on our test machines, would keep them.
 func vacuum(ctx context.Context, dsn string, progress func(string, ...any)) error {
 	db, err := sql.Open("pgx", dsn)

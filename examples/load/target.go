@@ -225,7 +225,7 @@ func (t *target) start(ctx context.Context, o options, recv *receiver, progress 
 // on warnings and errors to warn, and reports the address from the
 // "serving" line. Under load nearly every line is a request's INFO line;
 // those are counted without decoding, so that the load tool's own CPU goes
-// to the load (decoding each took it 3–5 µs a request).
+// to the load.
 func (t *target) readLogs(r io.Reader, addr chan<- string, warn io.Writer) {
 	defer close(t.logDone)
 	sc := bufio.NewScanner(r)

@@ -49,10 +49,10 @@ import (
 )
 
 // defaultGCPercent is the server's GOGC when the environment sets none. The
-// server's live heap is small (tens of MiB) and its garbage is per request:
-// collecting at four times the live heap instead of twice took about a tenth
-// off the CPU of a payout under load, for about 25 MiB more memory
-// (examples/load). GOGC in the environment wins, as in any Go program.
+// server's live heap is small and its garbage is per request, so collecting
+// at four times the live heap instead of twice trades a little memory for
+// less CPU per payout (docs/PERFORMANCE.md). GOGC in the environment wins,
+// as in any Go program.
 const defaultGCPercent = 400
 
 func main() {
