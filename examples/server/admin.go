@@ -221,7 +221,7 @@ type eventJSON struct {
 // listEvents prints the workspace's latest events (up to 500) with their
 // delivery state, newest first.
 func listEvents(ctx context.Context, engine *payoutkit.Engine, ws string, stdout io.Writer) error {
-	page, err := engine.Events(ctx, ws, payoutkit.PageRequest{Limit: 500})
+	page, err := engine.ListEvents(ctx, ws, payoutkit.ListEventsRequest{Limit: payoutkit.MaxListLimit})
 	if err != nil {
 		return err
 	}
