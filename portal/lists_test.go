@@ -106,7 +106,7 @@ func TestListPagesCarrySealedCursors(t *testing.T) {
 
 	// A q that no payer_id can be (an invisible character) finds nothing,
 	// as any unknown q does.
-	page := a.get("/withdrawals?q=" + url.QueryEscape("acme-payer-1\u200b")).wantStatus(t, http.StatusOK)
+	page := a.get("/withdrawals?q="+url.QueryEscape("acme-payer-1\u200b")).wantStatus(t, http.StatusOK)
 	if rows := listRowIDs(page.body); len(rows) != 0 {
 		t.Errorf("q with an invisible character finds %v", rows)
 	}
