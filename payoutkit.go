@@ -251,9 +251,6 @@ func New(store Store, cfg *Config) (*Engine, error) {
 	}, nil
 }
 
-// Store returns the engine's store, for listings and audits.
-func (e *Engine) Store() Store { return e.store }
-
 // clock returns the current time as stored: UTC, at microsecond precision,
 // so that a value read back from any database equals the value written.
 func (e *Engine) clock() time.Time { return e.now().UTC().Truncate(time.Microsecond) }
