@@ -272,9 +272,11 @@ func (e *Engine) createWorkspace(ctx context.Context, id string, req CreateWorks
 	return NewWorkspace{Workspace: ws, APIKey: plain, StaffEmail: email, StaffPassword: password}, nil
 }
 
-// SignIn checks a staff user's e-mail and password, in time that does not
-// reveal whether the e-mail exists. A wrong pair is ErrUnauthorized.
-func (e *Engine) SignIn(ctx context.Context, email, password string) (StaffUser, error) {
+// checkPassword checks a staff user's e-mail and password, in time that
+// does not reveal whether the e-mail exists, without counting failures: its
+// callers count them (signIn) or hold a session already (ChangePassword). A
+// wrong pair is ErrUnauthorized.
+func (e *Engine) checkPassword(ctx context.Context, email, password string) (StaffUser, error) {
 	u, err := e.store.StaffUser(ctx, strings.ToLower(email))
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return StaffUser{}, err

@@ -3,7 +3,6 @@ package payoutkit
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 )
 
@@ -76,21 +75,4 @@ type Customer struct {
 	InProgress  Amount
 	// FirstSeenAt is when money first moved for the customer.
 	FirstSeenAt time.Time
-}
-
-// Customers lists the workspace's customers, newest first.
-func (e *Engine) Customers(ctx context.Context, workspaceID string, page PageRequest) (Page[Customer], error) {
-	return listing(e.store.Customers(ctx, workspaceID, page))
-}
-
-// listing maps a store listing's errors: a malformed cursor is a 40000 on
-// cursor, an unknown workspace a 40400.
-func listing[T any](p Page[T], err error) (Page[T], error) {
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return Page[T]{}, errNotFound("workspace")
-	case errors.Is(err, ErrInvalidInput):
-		return Page[T]{}, invalidField("cursor", "is not a cursor of this listing")
-	}
-	return p, err
 }

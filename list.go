@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"time"
 )
@@ -48,7 +49,28 @@ type ListOrdersRequest struct {
 	Cursor string `json:"cursor,omitempty"`
 }
 
-// The page sizes of the list endpoints.
+// ListCustomersRequest asks for one page of a workspace's customers,
+// newest first by their first movement of money.
+type ListCustomersRequest struct {
+	// Limit is the page size, 1 to MaxListLimit; 0 means DefaultListLimit.
+	Limit int `json:"limit,omitempty"`
+	// Cursor is the NextCursor of the previous page; empty asks for the
+	// first page.
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// ListEventsRequest asks for one page of a workspace's webhook events with
+// their delivery state, newest first.
+type ListEventsRequest struct {
+	// Limit is the page size, 1 to MaxListLimit; 0 means DefaultListLimit.
+	Limit int `json:"limit,omitempty"`
+	// Cursor is the NextCursor of the previous page; empty asks for the
+	// first page.
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// The page sizes of every listing, the engine's and the /v1 API's; a
+// store's PageRequest.Normalize applies the same bounds.
 const (
 	DefaultListLimit = 50
 	MaxListLimit     = 500
@@ -117,6 +139,24 @@ func (e *Engine) ListOrders(ctx context.Context, workspaceID string, req ListOrd
 		func(page PageRequest) (Page[Order], error) { return e.store.Orders(ctx, workspaceID, f, page) })
 }
 
+// ListCustomers returns one page of the workspace's customers, newest
+// first by their first movement of money, with ListPayouts's rules for the
+// limit and the cursor.
+func (e *Engine) ListCustomers(ctx context.Context, workspaceID string, req ListCustomersRequest) (List[Customer], error) {
+	var v validation
+	return listPage(ctx, e, &v, "customers", workspaceID, "", "", time.Time{}, time.Time{}, req.Limit, req.Cursor,
+		func(page PageRequest) (Page[Customer], error) { return e.store.Customers(ctx, workspaceID, page) })
+}
+
+// ListEvents returns one page of the workspace's webhook events with their
+// delivery state, newest first, with ListPayouts's rules for the limit and
+// the cursor.
+func (e *Engine) ListEvents(ctx context.Context, workspaceID string, req ListEventsRequest) (List[Event], error) {
+	var v validation
+	return listPage(ctx, e, &v, "events", workspaceID, "", "", time.Time{}, time.Time{}, req.Limit, req.Cursor,
+		func(page PageRequest) (Page[Event], error) { return e.store.Events(ctx, workspaceID, page) })
+}
+
 // listPage checks the rest of a list request, opens its cursor, reads the
 // page from the store and seals the next cursor.
 func listPage[T any](ctx context.Context, e *Engine, v *validation, kind, workspaceID, status, payerID string, from, to time.Time,
@@ -148,6 +188,18 @@ func listPage[T any](ctx context.Context, e *Engine, v *validation, kind, worksp
 		items = []T{}
 	}
 	return List[T]{Items: items, NextCursor: e.sealCursor(scope, page.Next)}, nil
+}
+
+// listing maps a store listing's errors: a malformed cursor is a 40000 on
+// cursor, an unknown workspace a 40400.
+func listing[T any](p Page[T], err error) (Page[T], error) {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return Page[T]{}, errNotFound("workspace")
+	case errors.Is(err, ErrInvalidInput):
+		return Page[T]{}, errBadCursor()
+	}
+	return p, err
 }
 
 // ceilMicro rounds t up to the microsecond, the precision of stored times:

@@ -133,11 +133,6 @@ func (e *Engine) Order(ctx context.Context, workspaceID, orderID string) (Order,
 	return o, err
 }
 
-// Orders lists the workspace's orders, newest first.
-func (e *Engine) Orders(ctx context.Context, workspaceID string, page PageRequest) (Page[Order], error) {
-	return listing(e.store.Orders(ctx, workspaceID, OrderFilter{}, page))
-}
-
 // MarkOrderPaid marks a pending order paid and credits its amount to the
 // available balance, atomically with an order.paid event. Paying a paid order
 // again changes nothing and returns it.

@@ -69,6 +69,12 @@ type Service interface {
 	MarkOrderPaid(ctx context.Context, workspaceID, orderID string) (Order, error)
 	ListOrders(ctx context.Context, workspaceID string, req ListOrdersRequest) (List[Order], error)
 	Authenticate(ctx context.Context, authorization string) (Principal, error)
+	// AuthenticateBalance is Authenticate followed by Balance of the key's
+	// workspace, which the engine reads together in one query; GET
+	// /v1/balance calls it alone. A wrapper that changes Balance or
+	// Authenticate changes it too, and one that embeds *Engine keeps the
+	// one-query read.
+	AuthenticateBalance(ctx context.Context, authorization string) (Principal, Balance, error)
 }
 
 // Config configures an Engine. The zero value is usable.
@@ -244,9 +250,6 @@ func New(store Store, cfg *Config) (*Engine, error) {
 		}),
 	}, nil
 }
-
-// Store returns the engine's store, for listings and audits.
-func (e *Engine) Store() Store { return e.store }
 
 // clock returns the current time as stored: UTC, at microsecond precision,
 // so that a value read back from any database equals the value written.

@@ -227,17 +227,6 @@ func (e *Engine) Payout(ctx context.Context, workspaceID, payoutID string) (Payo
 	return p, err
 }
 
-// Payouts lists the workspace's payouts that match f, newest first. An
-// unknown status is a 40000.
-func (e *Engine) Payouts(ctx context.Context, workspaceID string, f PayoutFilter, page PageRequest) (Page[Payout], error) {
-	switch f.Status {
-	case "", PayoutSubmitted, PayoutCompleted, PayoutFailed:
-	default:
-		return Page[Payout]{}, invalidField("status", "must be submitted, completed or failed")
-	}
-	return listing(e.store.Payouts(ctx, workspaceID, f, page))
-}
-
 // CompletePayout records that a submitted payout was paid on chain, with its
 // transaction id (required), and emits payout.completed. Settling a payout that is not
 // submitted is ErrConflict. The payout's AssetAmount and NetworkFee stay

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/storage/memstore"
 )
 
 const tronAddress = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"
@@ -55,13 +57,13 @@ func TestCoinConfig(t *testing.T) {
 		"decimals":           {Ticker: "USDT", Network: "TRON", Decimals: 31},
 		"negative decimals":  {Ticker: "USDT", Network: "TRON", Decimals: -1},
 	} {
-		_, err := payoutkit.New(newEngine(t, nil).Store(), &payoutkit.Config{Coins: []payoutkit.Coin{c}})
+		_, err := payoutkit.New(memstore.New(), &payoutkit.Config{Coins: []payoutkit.Coin{c}})
 		if err == nil || !strings.Contains(err.Error(), "USDT on TRON") {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 	dup := []payoutkit.Coin{{Ticker: "USDT", Network: "TRON"}, {Ticker: "usdt", Network: "tron"}}
-	if _, err := payoutkit.New(newEngine(t, nil).Store(), &payoutkit.Config{Coins: dup}); err == nil {
+	if _, err := payoutkit.New(memstore.New(), &payoutkit.Config{Coins: dup}); err == nil {
 		t.Error("a coin listed twice was accepted")
 	}
 }
@@ -157,7 +159,12 @@ func TestSandboxCompletion(t *testing.T) {
 func TestSandboxProcessorReportsSettlement(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	eng := newEngine(t, &payoutkit.Config{Now: clock, Processor: &payoutkit.SandboxProcessor{SettleAfter: time.Minute, Now: func() time.Time { return now.Add(time.Hour) }}})
+	store := memstore.New()
+	eng, err := payoutkit.New(store, &payoutkit.Config{PasswordCost: bcrypt.MinCost, Now: clock,
+		Processor: &payoutkit.SandboxProcessor{SettleAfter: time.Minute, Now: func() time.Time { return now.Add(time.Hour) }}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ws := fundedWorkspace(t, eng, "100.00")
 	ctx := context.Background()
 	if _, _, err := eng.CreatePayout(ctx, ws, payoutkit.CreatePayoutRequest{
@@ -165,7 +172,7 @@ func TestSandboxProcessorReportsSettlement(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	leases, err := eng.Store().ClaimPayoutHandoffs(ctx, "me", now, now.Add(time.Minute), 10)
+	leases, err := store.ClaimPayoutHandoffs(ctx, "me", now, now.Add(time.Minute), 10)
 	if err != nil || len(leases) != 1 {
 		t.Fatalf("claim: %v, %v", leases, err)
 	}
@@ -176,7 +183,7 @@ func TestSandboxProcessorReportsSettlement(t *testing.T) {
 	if err != nil || p.Status != payoutkit.PayoutCompleted || p.AssetAmount.Decimal.String() != "0.01" || p.NetworkFee.Decimal.String() != "0.0005" {
 		t.Fatalf("settled: %+v, %v", p, err)
 	}
-	evs, err := eng.Store().SubjectEvents(ctx, ws, "payout:po-1")
+	evs, err := store.SubjectEvents(ctx, ws, "payout:po-1")
 	if err != nil || len(evs) != 2 || !strings.Contains(string(evs[1].Body), `"asset_amount":"0.01","network_fee":"0.0005"`) {
 		t.Fatalf("events %v, %v", evs, err)
 	}

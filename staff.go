@@ -70,39 +70,24 @@ const (
 	maxPasswordLen = 72
 )
 
-// SignInSession checks a staff user's e-mail and password and starts a
-// portal session. A wrong pair is ErrUnauthorized, with the same message and
-// about the same cost whether or not the e-mail exists; an e-mail that
+// SignIn checks a staff user's e-mail and password without starting a
+// session, under the same per-e-mail limit as SignInSession, so that no
+// exported path guesses passwords faster than the portal's sign-in: a wrong
+// pair is ErrUnauthorized, with the same message and about the same cost
+// whether or not the e-mail exists, and counts as a failure; an e-mail that
 // failed Config.SignInMaxFailures times within Config.SignInWindow is a
 // *SignInLockedError until the window has passed, even with the right
 // password.
+func (e *Engine) SignIn(ctx context.Context, email, password string) (StaffUser, error) {
+	u, _, err := e.signIn(ctx, email, password)
+	return u, err
+}
+
+// SignInSession checks a staff user's e-mail and password as SignIn does
+// (limit included) and starts a portal session.
 func (e *Engine) SignInSession(ctx context.Context, email, password string) (NewSession, error) {
-	email = strings.ToLower(strings.TrimSpace(email))
-	if len(email) > 254 || !isPrintable(email) {
-		email = "" // never stored as is; still costs a bcrypt comparison below
-	}
-	now := e.clock()
-	if email != "" {
-		f, err := e.store.SignInFailures(ctx, email)
-		if err != nil {
-			return NewSession{}, err
-		}
-		if err := e.locked(f, now); err != nil {
-			return NewSession{}, err
-		}
-	}
-	u, err := e.SignIn(ctx, email, password)
-	if errors.Is(err, ErrUnauthorized) {
-		if email != "" {
-			if _, rerr := e.store.RecordSignInFailure(ctx, email, now, e.signInWindow); rerr != nil {
-				return NewSession{}, rerr
-			}
-		}
-		return NewSession{}, err
-	} else if err != nil {
-		return NewSession{}, err
-	}
-	if err := e.store.ClearSignInFailures(ctx, email); err != nil {
+	u, now, err := e.signIn(ctx, email, password)
+	if err != nil {
 		return NewSession{}, err
 	}
 	// Sign-ins are rare: a good moment to forget what has expired.
@@ -118,6 +103,40 @@ func (e *Engine) SignInSession(ctx context.Context, email, password string) (New
 		return NewSession{}, err
 	}
 	return NewSession{Token: token, Session: s}, nil
+}
+
+// signIn is SignIn, returning also the time it checked the lock at, which
+// a session started on it uses.
+func (e *Engine) signIn(ctx context.Context, email, password string) (StaffUser, time.Time, error) {
+	email = strings.ToLower(strings.TrimSpace(email))
+	if len(email) > 254 || !isPrintable(email) {
+		email = "" // never stored as is; still costs a bcrypt comparison below
+	}
+	now := e.clock()
+	if email != "" {
+		f, err := e.store.SignInFailures(ctx, email)
+		if err != nil {
+			return StaffUser{}, now, err
+		}
+		if err := e.locked(f, now); err != nil {
+			return StaffUser{}, now, err
+		}
+	}
+	u, err := e.checkPassword(ctx, email, password)
+	if errors.Is(err, ErrUnauthorized) {
+		if email != "" {
+			if _, rerr := e.store.RecordSignInFailure(ctx, email, now, e.signInWindow); rerr != nil {
+				return StaffUser{}, now, rerr
+			}
+		}
+		return StaffUser{}, now, err
+	} else if err != nil {
+		return StaffUser{}, now, err
+	}
+	if err := e.store.ClearSignInFailures(ctx, email); err != nil {
+		return StaffUser{}, now, err
+	}
+	return u, now, nil
 }
 
 func (e *Engine) locked(f SignInFailures, now time.Time) error {
@@ -218,7 +237,7 @@ func (e *Engine) ChangePassword(ctx context.Context, s StaffSession, current, ne
 	if err := v.err(); err != nil {
 		return err
 	}
-	if _, err := e.SignIn(ctx, s.StaffEmail, current); errors.Is(err, ErrUnauthorized) {
+	if _, err := e.checkPassword(ctx, s.StaffEmail, current); errors.Is(err, ErrUnauthorized) {
 		return invalidField("current_password", "is not your current password")
 	} else if err != nil {
 		return err

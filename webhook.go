@@ -160,11 +160,6 @@ func VerifySignature(secret string, body []byte, signature string) bool {
 	return hmac.Equal(got, mac.Sum(nil))
 }
 
-// Events lists the workspace's events with their delivery state, newest first.
-func (e *Engine) Events(ctx context.Context, workspaceID string, page PageRequest) (Page[Event], error) {
-	return listing(e.store.Events(ctx, workspaceID, page))
-}
-
 // EventLog is an event with its delivery attempts, oldest first.
 type EventLog struct {
 	Event

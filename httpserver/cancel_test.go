@@ -24,6 +24,15 @@ func (h hangingBalance) Balance(ctx context.Context, _ string) (payoutkit.Balanc
 	return payoutkit.Balance{}, ctx.Err()
 }
 
+func (h hangingBalance) AuthenticateBalance(ctx context.Context, authorization string) (payoutkit.Principal, payoutkit.Balance, error) {
+	p, err := h.Authenticate(ctx, authorization)
+	if err != nil {
+		return payoutkit.Principal{}, payoutkit.Balance{}, err
+	}
+	b, err := h.Balance(ctx, p.WorkspaceID)
+	return p, b, err
+}
+
 // A client that goes away before its answer is not a server error: the
 // request is logged at INFO, not ERROR, so that operators' error alerts
 // count only what went wrong here.

@@ -425,6 +425,10 @@ func (p panicky) Balance(context.Context, string) (payoutkit.Balance, error) {
 	panic("boom " + p.secret)
 }
 
+func (p panicky) AuthenticateBalance(context.Context, string) (payoutkit.Principal, payoutkit.Balance, error) {
+	panic("boom " + p.secret)
+}
+
 func (p panicky) Coins(context.Context, string) ([]payoutkit.Coin, error) {
 	return nil, errors.New("pq: relation \"coins\" does not exist at /srv/db.go:12 " + p.secret)
 }

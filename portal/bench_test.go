@@ -3,6 +3,7 @@ package portal_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -89,12 +90,35 @@ var bigWorkspace = sync.OnceValues(func() (fixture, error) {
 	return fixture{
 		handler: portal.New(engine, portal.Options{Logger: slog.New(slog.DiscardHandler)}),
 		cookie:  &http.Cookie{Name: portal.SessionCookie, Value: session.Token},
+		engine:  engine,
+		ws:      nw.Workspace.ID,
 	}, nil
 })
 
 type fixture struct {
 	handler http.Handler
 	cookie  *http.Cookie
+	engine  *payoutkit.Engine
+	ws      string
+}
+
+// midCursor returns the cursor of the page after the newest skip payouts
+// that match req, reached as a client reaches it: page by page, from the
+// first, since only the engine seals cursors.
+func (fx fixture) midCursor(ctx context.Context, req payoutkit.ListPayoutsRequest, skip int) (string, error) {
+	req.Limit = payoutkit.MaxListLimit
+	for skipped := 0; skipped < skip; {
+		l, err := fx.engine.ListPayouts(ctx, fx.ws, req)
+		if err != nil {
+			return "", err
+		}
+		if l.NextCursor == "" {
+			return "", fmt.Errorf("the listing ended after %d payouts", skipped+len(l.Items))
+		}
+		skipped += len(l.Items)
+		req.Cursor = l.NextCursor
+	}
+	return req.Cursor, nil
 }
 
 // BenchmarkPageMillionPayouts renders portal pages of 50 rows server-side
@@ -104,11 +128,29 @@ func BenchmarkPageMillionPayouts(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, path := range []string{
-		"/withdrawals", "/withdrawals?cursor=500000", "/withdrawals?status=failed", "/withdrawals?status=completed&cursor=500001",
-		"/withdrawals?q=payer-4242", "/withdrawals?q=po-777777", "/withdrawals/po-123456", "/customers", "/",
+	// The middle of the listing, and the middle of its completed payouts
+	// (a tenth of them).
+	middle, err := fx.midCursor(b.Context(), payoutkit.ListPayoutsRequest{}, benchPayouts/2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	completedMiddle, err := fx.midCursor(b.Context(), payoutkit.ListPayoutsRequest{Status: payoutkit.PayoutCompleted}, benchPayouts/20)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, page := range []struct{ name, path string }{
+		{"/withdrawals", "/withdrawals"},
+		{"/withdrawals?cursor=middle", "/withdrawals?cursor=" + middle},
+		{"/withdrawals?status=failed", "/withdrawals?status=failed"},
+		{"/withdrawals?status=completed&cursor=middle", "/withdrawals?status=completed&cursor=" + completedMiddle},
+		{"/withdrawals?q=payer-4242", "/withdrawals?q=payer-4242"},
+		{"/withdrawals?q=po-777777", "/withdrawals?q=po-777777"},
+		{"/withdrawals/po-123456", "/withdrawals/po-123456"},
+		{"/customers", "/customers"},
+		{"/", "/"},
 	} {
-		b.Run(path, func(b *testing.B) {
+		path := page.path
+		b.Run(page.name, func(b *testing.B) {
 			for b.Loop() {
 				req := httptest.NewRequest(http.MethodGet, path, nil)
 				req.AddCookie(fx.cookie)

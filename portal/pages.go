@@ -9,7 +9,7 @@ import (
 )
 
 // pageSize is the number of rows of every list page.
-const pageSize = 50
+const pageSize = payoutkit.DefaultListLimit
 
 // dashboardRows is the number of recent withdrawals on the dashboard.
 const dashboardRows = 10
@@ -28,9 +28,10 @@ func nextPage(r *request, next string) pager {
 	return pager{Next: r.URL.Path + "?" + q.Encode()}
 }
 
-func pageRequest(r *request) payoutkit.PageRequest {
-	return payoutkit.PageRequest{Limit: pageSize, Cursor: r.URL.Query().Get("cursor")}
-}
+// cursor is the page's cursor, a NextCursor of the engine's that nextPage
+// put in the query string; the engine refuses one it did not issue for this
+// workspace and listing (a 400 page).
+func cursor(r *request) string { return r.URL.Query().Get("cursor") }
 
 type dashboardView struct {
 	Balance payoutkit.Balance
@@ -45,14 +46,14 @@ func (h *Handler) dashboard(w http.ResponseWriter, r *request) {
 		h.engineError(w, r.Request, err)
 		return
 	}
-	recent, err := h.svc.Payouts(r.Context(), ws, payoutkit.PayoutFilter{}, payoutkit.PageRequest{Limit: dashboardRows})
+	recent, err := h.svc.ListPayouts(r.Context(), ws, payoutkit.ListPayoutsRequest{Limit: dashboardRows})
 	if err != nil {
 		h.engineError(w, r.Request, err)
 		return
 	}
 	h.renderPage(w, r, http.StatusOK, "dashboard", page{
 		Title: "Dashboard", Section: "dashboard",
-		Data: dashboardView{Balance: b, Recent: recent.Items, More: recent.Next != ""},
+		Data: dashboardView{Balance: b, Recent: recent.Items, More: recent.NextCursor != ""},
 	})
 }
 
@@ -62,14 +63,14 @@ type paymentsView struct {
 }
 
 func (h *Handler) payments(w http.ResponseWriter, r *request) {
-	list, err := h.svc.Orders(r.Context(), r.session.WorkspaceID, pageRequest(r))
+	list, err := h.svc.ListOrders(r.Context(), r.session.WorkspaceID, payoutkit.ListOrdersRequest{Limit: pageSize, Cursor: cursor(r)})
 	if err != nil {
 		h.engineError(w, r.Request, err)
 		return
 	}
 	h.renderPage(w, r, http.StatusOK, "payments", page{
 		Title: "Payments", Section: "payments",
-		Data: paymentsView{Orders: list.Items, pager: nextPage(r, list.Next)},
+		Data: paymentsView{Orders: list.Items, pager: nextPage(r, list.NextCursor)},
 	})
 }
 
@@ -125,15 +126,14 @@ func (h *Handler) withdrawals(w http.ResponseWriter, r *request) {
 	}
 
 	ws := r.session.WorkspaceID
-	f := payoutkit.PayoutFilter{Status: payoutkit.PayoutStatus(v.Status), PayerID: v.Q}
-	req := pageRequest(r)
+	req := payoutkit.ListPayoutsRequest{Status: payoutkit.PayoutStatus(v.Status), PayerID: v.Q, Limit: pageSize, Cursor: cursor(r)}
 	if v.Q != "" && req.Cursor == "" {
 		// q names a payout_id or a payer_id: show the payout with that id
 		// first, then the payer's payouts.
 		p, err := h.svc.Payout(r.Context(), ws, v.Q)
 		switch {
 		case err == nil:
-			if p.PayerID != v.Q && (f.Status == "" || p.Status == f.Status) {
+			if p.PayerID != v.Q && (req.Status == "" || p.Status == req.Status) {
 				v.Exact = &p
 			}
 		case errors.Is(err, payoutkit.ErrNotFound), errors.Is(err, payoutkit.ErrInvalidInput):
@@ -142,13 +142,32 @@ func (h *Handler) withdrawals(w http.ResponseWriter, r *request) {
 			return
 		}
 	}
-	list, err := h.svc.Payouts(r.Context(), ws, f, req)
+	list, err := h.svc.ListPayouts(r.Context(), ws, req)
+	if req.Cursor == "" && refuses(err, "payer_id") {
+		// A q that no payer_id can be (invisible characters, which
+		// payouts refuse) matches no payouts.
+		list, err = payoutkit.List[payoutkit.Payout]{}, nil
+	}
 	if err != nil {
 		h.engineError(w, r.Request, err)
 		return
 	}
-	v.Payouts, v.pager = list.Items, nextPage(r, list.Next)
+	v.Payouts, v.pager = list.Items, nextPage(r, list.NextCursor)
 	h.renderPage(w, r, http.StatusOK, "withdrawals", page{Title: "Withdrawals", Section: "withdrawals", Data: v})
+}
+
+// refuses reports whether err is the engine's refusal of field.
+func refuses(err error, field string) bool {
+	var e *payoutkit.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	for _, f := range e.Fields {
+		if f.Field == field {
+			return true
+		}
+	}
+	return false
 }
 
 type withdrawalView struct {
@@ -183,13 +202,13 @@ type customersView struct {
 }
 
 func (h *Handler) customers(w http.ResponseWriter, r *request) {
-	list, err := h.svc.Customers(r.Context(), r.session.WorkspaceID, pageRequest(r))
+	list, err := h.svc.ListCustomers(r.Context(), r.session.WorkspaceID, payoutkit.ListCustomersRequest{Limit: pageSize, Cursor: cursor(r)})
 	if err != nil {
 		h.engineError(w, r.Request, err)
 		return
 	}
 	h.renderPage(w, r, http.StatusOK, "customers", page{
 		Title: "Customers", Section: "customers",
-		Data: customersView{Customers: list.Items, pager: nextPage(r, list.Next)},
+		Data: customersView{Customers: list.Items, pager: nextPage(r, list.NextCursor)},
 	})
 }

@@ -5,7 +5,9 @@
 //
 // The portal runs over the engine (a Service, which *payoutkit.Engine
 // implements), never over a store, so it shows exactly what the /v1 API
-// shows. Sessions live in the engine's store, so a sign-out on one instance
+// shows, and its list pages carry the engine's sealed cursors in their
+// query strings, which only the workspace and filter they were issued for
+// accept. Sessions live in the engine's store, so a sign-out on one instance
 // ends the session on every instance. Every page and form works with
 // JavaScript turned off; templates and assets are embedded in the binary.
 //
@@ -40,11 +42,11 @@ type Service interface {
 	Workspace(ctx context.Context, workspaceID string) (payoutkit.Workspace, error)
 	Balance(ctx context.Context, workspaceID string) (payoutkit.Balance, error)
 	Payout(ctx context.Context, workspaceID, payoutID string) (payoutkit.Payout, error)
-	Payouts(ctx context.Context, workspaceID string, f payoutkit.PayoutFilter, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Payout], error)
+	ListPayouts(ctx context.Context, workspaceID string, req payoutkit.ListPayoutsRequest) (payoutkit.List[payoutkit.Payout], error)
 	PayoutEvents(ctx context.Context, workspaceID, payoutID string) ([]payoutkit.EventLog, error)
-	Orders(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Order], error)
-	Customers(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Customer], error)
-	Events(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Event], error)
+	ListOrders(ctx context.Context, workspaceID string, req payoutkit.ListOrdersRequest) (payoutkit.List[payoutkit.Order], error)
+	ListCustomers(ctx context.Context, workspaceID string, req payoutkit.ListCustomersRequest) (payoutkit.List[payoutkit.Customer], error)
+	ListEvents(ctx context.Context, workspaceID string, req payoutkit.ListEventsRequest) (payoutkit.List[payoutkit.Event], error)
 	APIKeys(ctx context.Context, workspaceID string) ([]payoutkit.APIKey, error)
 
 	// Developer settings.

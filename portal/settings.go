@@ -49,12 +49,12 @@ func (h *Handler) renderDeveloper(w http.ResponseWriter, r *request, status int,
 		h.engineError(w, r.Request, err)
 		return
 	}
-	events, err := h.svc.Events(ctx, ws, pageRequest(r))
+	events, err := h.svc.ListEvents(ctx, ws, payoutkit.ListEventsRequest{Limit: pageSize, Cursor: cursor(r)})
 	if err != nil {
 		h.engineError(w, r.Request, err)
 		return
 	}
-	v.Keys, v.Events, v.pager = keys, events.Items, nextPage(r, events.Next)
+	v.Keys, v.Events, v.pager = keys, events.Items, nextPage(r, events.NextCursor)
 	if _, posted := v.Fields["url"]; !posted {
 		v.WebhookURL = workspace.WebhookURL
 	}

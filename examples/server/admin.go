@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/payoutkit/payoutkit"
@@ -39,6 +40,11 @@ func printJSON(w io.Writer, v any) error {
 // another process holding a long transaction.
 const adminBusyTimeout = 30 * time.Second
 
+// adminStore opens the database for one command.
+func adminStore(ctx context.Context, dsn string, log *slog.Logger) (payoutkit.Store, error) {
+	return openStore(ctx, dsn, log, sqlstore.WithBusyTimeout(adminBusyTimeout), sqlstore.WithPriorityWrites())
+}
+
 // adminEngine opens the database and an engine over it for one command.
 func adminEngine(ctx context.Context, dsn string, stderr io.Writer) (*payoutkit.Engine, func(), error) {
 	log := newLogger(stderr, "json")
@@ -46,7 +52,7 @@ func adminEngine(ctx context.Context, dsn string, stderr io.Writer) (*payoutkit.
 	if err != nil {
 		return nil, nil, err
 	}
-	store, err := openStore(ctx, dsn, log, sqlstore.WithBusyTimeout(adminBusyTimeout), sqlstore.WithPriorityWrites())
+	store, err := adminStore(ctx, dsn, log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -221,7 +227,7 @@ type eventJSON struct {
 // listEvents prints the workspace's latest events (up to 500) with their
 // delivery state, newest first.
 func listEvents(ctx context.Context, engine *payoutkit.Engine, ws string, stdout io.Writer) error {
-	page, err := engine.Events(ctx, ws, payoutkit.PageRequest{Limit: 500})
+	page, err := engine.ListEvents(ctx, ws, payoutkit.ListEventsRequest{Limit: payoutkit.MaxListLimit})
 	if err != nil {
 		return err
 	}
@@ -316,12 +322,12 @@ func audit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, []string{"db"}); err != nil {
 		return err
 	}
-	engine, done, err := adminEngine(ctx, *dsn, stderr)
+	// The audit reads rows, not the engine: it runs over the store alone.
+	store, err := adminStore(ctx, *dsn, newLogger(stderr, "json"))
 	if err != nil {
 		return err
 	}
-	defer done()
-	store := engine.Store()
+	defer store.Close()
 	ids, err := store.WorkspaceIDs(ctx)
 	if err != nil {
 		return err

@@ -199,7 +199,7 @@ func testTransactionalCalls(t *testing.T, db *bun.DB) {
 	if a.Available != 600 || a.SubmittedPayouts != 400 {
 		t.Fatalf("audit %+v; want 6.00 available and one payout of 4.00", a)
 	}
-	page, err := engine.Events(ctx, ws, payoutkit.PageRequest{Limit: 10})
+	page, err := engine.ListEvents(ctx, ws, payoutkit.ListEventsRequest{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

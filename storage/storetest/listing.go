@@ -186,7 +186,8 @@ func testCustomers(t *testing.T, open Open) {
 
 	type row struct{ Payer, In, Out, Progress string }
 	got := collect(t, 2, func(r payoutkit.PageRequest) (payoutkit.Page[payoutkit.Customer], error) {
-		return e.eng.Customers(e.ctx, ws, r)
+		l, err := e.eng.ListCustomers(e.ctx, ws, payoutkit.ListCustomersRequest{Limit: r.Limit, Cursor: r.Cursor})
+		return payoutkit.Page[payoutkit.Customer]{Items: l.Items, Next: l.NextCursor}, err
 	}, func(c payoutkit.Customer) string {
 		return fmt.Sprint(row{c.PayerID, c.PaidIn.String(), c.PaidOut.String(), c.InProgress.String()})
 	})
@@ -202,6 +203,6 @@ func testCustomers(t *testing.T, open Open) {
 	if a.CustomersPaidIn.String() != "103.00" || a.CustomersInProgress.String() != "21.25" || a.CustomersPaidOut.String() != "10.00" {
 		t.Fatalf("audit = %+v", a)
 	}
-	_, err := e.eng.Customers(e.ctx, "ws_missing", payoutkit.PageRequest{})
+	_, err := e.eng.ListCustomers(e.ctx, "ws_missing", payoutkit.ListCustomersRequest{})
 	wantErr(t, err, payoutkit.ErrNotFound)
 }
