@@ -10,17 +10,6 @@ import (
 	"github.com/payoutkit/payoutkit"
 )
 
-// The stores bound a PageRequest as the engine's listings do, so that the
-// page limits are the same wherever a listing is read.
-func TestPageRequestBoundsAreTheListLimits(t *testing.T) {
-	if got := (payoutkit.PageRequest{}).Normalize().Limit; got != payoutkit.DefaultListLimit {
-		t.Errorf("PageRequest{}.Normalize().Limit = %d; want DefaultListLimit %d", got, payoutkit.DefaultListLimit)
-	}
-	if got := (payoutkit.PageRequest{Limit: payoutkit.MaxListLimit + 1}).Normalize().Limit; got != payoutkit.MaxListLimit {
-		t.Errorf("Normalize caps at %d; want MaxListLimit %d", got, payoutkit.MaxListLimit)
-	}
-}
-
 // ListCustomers and ListEvents page with sealed cursors, as ListPayouts
 // does: every row once, newest first; a cursor of another workspace or
 // listing, or a changed one, is a 40000 on cursor; the limit is bounded;

@@ -244,7 +244,8 @@ type OrderFilter struct {
 
 // PageRequest asks for one page of a newest-first listing.
 type PageRequest struct {
-	// Limit is the page size. Defaults to 50; at most 500.
+	// Limit is the page size. Defaults to DefaultListLimit; at most
+	// MaxListLimit.
 	Limit int
 	// Cursor is the Next of the previous page; empty starts at the newest row.
 	Cursor string
@@ -260,9 +261,9 @@ type Page[T any] struct {
 // Normalize applies the PageRequest defaults and bounds.
 func (r PageRequest) Normalize() PageRequest {
 	if r.Limit <= 0 {
-		r.Limit = 50
+		r.Limit = DefaultListLimit
 	}
-	r.Limit = min(r.Limit, 500)
+	r.Limit = min(r.Limit, MaxListLimit)
 	return r
 }
 
