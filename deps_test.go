@@ -1,0 +1,67 @@
+package payoutkit_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// What an embedding program may not inherit from the library: the browser
+// tests' driver, the OpenAPI validator of httpserver's tests, the server's
+// metrics and, on SQLite, the PostgreSQL driver.
+var unwantedDeps = []string{
+	"github.com/chromedp/",
+	"github.com/getkin/kin-openapi",
+	"github.com/prometheus/",
+	"github.com/jackc/pgx",
+}
+
+// A program that imports the engine, the in-memory store, the HTTP API and
+// the portal builds none of unwantedDeps: those belong to the examples'
+// module, to tests, or to the PostgreSQL store alone.
+func TestEmbeddingPullsNoExtraDependencies(t *testing.T) {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("the go command is not on PATH")
+	}
+	embedded := []string{
+		"github.com/payoutkit/payoutkit",
+		"github.com/payoutkit/payoutkit/storage/memstore",
+		"github.com/payoutkit/payoutkit/httpserver",
+		"github.com/payoutkit/payoutkit/portal",
+	}
+	out, err := exec.CommandContext(t.Context(), goCmd, append([]string{"list", "-deps"}, embedded...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	for pkg := range strings.Lines(string(out)) {
+		for _, bad := range unwantedDeps {
+			if strings.HasPrefix(pkg, bad) {
+				t.Errorf("an embedding program builds %s", strings.TrimSpace(pkg))
+			}
+		}
+	}
+}
+
+// The library's own module requires none of the examples' dependencies
+// (the browser driver, the metrics client), so that they stay out of an
+// embedding program's module graph.
+func TestLibraryModuleLeavesExamplesDependenciesOut(t *testing.T) {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("the go command is not on PATH")
+	}
+	cmd := exec.CommandContext(t.Context(), goCmd, "list", "-m", "all")
+	cmd.Env = append(cmd.Environ(), "GOWORK=off")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -m all: %v\n%s", err, out)
+	}
+	for mod := range strings.Lines(string(out)) {
+		for _, bad := range []string{"github.com/chromedp/", "github.com/prometheus/"} {
+			if strings.HasPrefix(mod, bad) {
+				t.Errorf("the library's module graph holds %s", strings.TrimSpace(mod))
+			}
+		}
+	}
+}
