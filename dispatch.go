@@ -27,8 +27,8 @@ type DeliveryConfig struct {
 	// Owner names this engine in the leases its loops take; every engine
 	// sharing a store needs its own. Defaults to hostname-pid-random.
 	Owner string
-	// Clock tells the loops the time and wakes them. Defaults to the system
-	// clock; tests pass a fake one.
+	// Clock tells the loops the time and wakes them; tests pass a fake one.
+	// Defaults to the system clock.
 	Clock Clock
 	// PollInterval is how often the store is asked for due work when none
 	// came up otherwise. Defaults to 1 s.

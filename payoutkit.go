@@ -184,7 +184,9 @@ func (c *Config) withDefaults() *Config {
 }
 
 // Engine is the payout engine. It is safe for concurrent use, and several
-// engines (in one process or many) may share one store.
+// engines (in one process or many) may share one store. Its background
+// work (webhook delivery, the hand-off to the processor) runs between
+// Start and Stop.
 type Engine struct {
 	store     Store
 	coins     coinTable
