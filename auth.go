@@ -86,9 +86,9 @@ func (e *Engine) Authenticate(ctx context.Context, authorization string) (Princi
 	return e.authenticate(ctx, authorization, e.store.APIKey)
 }
 
-// KeyBalanceReader is a Store that reads an API key together with its
-// workspace's balance in one query. AuthenticateBalance uses it when the
-// store is one (the stores of this module are), and two reads otherwise.
+// KeyBalanceReader reads an API key together with its workspace's balance
+// in one query, so that AuthenticateBalance costs one round trip. Every
+// Store is one.
 type KeyBalanceReader interface {
 	// APIKeyBalance returns the key with the given prefix, revoked or not,
 	// and the balance of its workspace.
@@ -96,25 +96,16 @@ type KeyBalanceReader interface {
 }
 
 // AuthenticateBalance is Authenticate followed by Balance of the key's
-// workspace, in one read of the store where it is a KeyBalanceReader: the
-// key is checked on every call, so a revoked key fails at once on every
-// instance, and a balance read costs one round trip instead of two. The
-// balance is returned only with a nil error.
+// workspace, in one read of the store (KeyBalanceReader): the key is
+// checked on every call, so a revoked key fails at once on every instance,
+// and a balance read costs one round trip instead of two. The balance is
+// returned only with a nil error.
 func (e *Engine) AuthenticateBalance(ctx context.Context, authorization string) (Principal, Balance, error) {
-	kb, ok := e.store.(KeyBalanceReader)
-	if !ok {
-		p, err := e.Authenticate(ctx, authorization)
-		if err != nil {
-			return Principal{}, Balance{}, err
-		}
-		b, err := e.Balance(ctx, p.WorkspaceID)
-		return p, b, err
-	}
 	var b Balance
 	p, err := e.authenticate(ctx, authorization, func(ctx context.Context, prefix string) (APIKey, error) {
 		var key APIKey
 		var err error
-		key, b, err = kb.APIKeyBalance(ctx, prefix)
+		key, b, err = e.store.APIKeyBalance(ctx, prefix)
 		return key, err
 	})
 	if err != nil {

@@ -162,14 +162,14 @@ func TestBootstrapOnce(t *testing.T) {
 	}
 }
 
-// plainStore is a Store with only the Store interface's methods: no
-// optional capabilities such as KeyBalanceReader.
+// plainStore is a Store wrapped by its caller: it has only the Store
+// interface's methods, which include every capability the engine uses.
 type plainStore struct{ payoutkit.Store }
 
-// Over a store that cannot read a key with its balance in one query,
-// AuthenticateBalance reads them one after the other, with the same
-// answers.
-func TestAuthenticateBalanceWithoutKeyBalanceReader(t *testing.T) {
+// Over a store wrapped by its caller, AuthenticateBalance gives the same
+// answers: the one-query read is part of the Store contract, so the
+// wrapper keeps it.
+func TestAuthenticateBalanceThroughWrappedStore(t *testing.T) {
 	ctx := t.Context()
 	eng, err := payoutkit.New(plainStore{memstore.New()}, &payoutkit.Config{PasswordCost: bcrypt.MinCost})
 	if err != nil {

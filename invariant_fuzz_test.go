@@ -1,77 +1,16 @@
 package payoutkit_test
 
 import (
-	"context"
-	"fmt"
 	"testing"
 
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/storage/memstore"
+	"github.com/payoutkit/payoutkit/storage/storetest"
 )
 
-// FuzzMoneyInvariants runs random sequences of operations, each byte picking
-// one, against one workspace. After every step the audit must hold, and an
-// operation that returned an error must have changed nothing.
+// FuzzMoneyInvariants runs the conformance suite's money fuzz
+// (storetest.FuzzMoneyInvariants) against the memory store; the SQL
+// stores' tests run it against SQLite and PostgreSQL.
 func FuzzMoneyInvariants(f *testing.F) {
-	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7})
-	f.Add([]byte{0, 0, 1, 1, 1, 1, 2, 3, 3, 4})
-	f.Add([]byte{1, 1, 1, 5, 5, 6, 6, 7, 7, 0, 1})
-	f.Fuzz(func(t *testing.T, ops []byte) {
-		if len(ops) > 64 {
-			ops = ops[:64]
-		}
-		ctx := context.Background()
-		store := memstore.New()
-		eng, err := payoutkit.New(store, &payoutkit.Config{PasswordCost: 4})
-		if err != nil {
-			t.Fatal(err)
-		}
-		nw, err := eng.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "fuzz"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws := nw.Workspace.ID
-		amounts := []string{"0.01", "1.00", "2.50", "10", "0", "99.99"}
-		payouts, orders := 0, 0
-		for i, op := range ops {
-			before, _ := store.Audit(ctx, ws)
-			arg := int(op >> 3)
-			var err error
-			switch op % 8 {
-			case 0: // create an order
-				orders++
-				_, _, err = eng.CreateOrder(ctx, ws, payoutkit.CreateOrderRequest{OrderID: fmt.Sprint("o", orders), Amount: amounts[arg%len(amounts)]})
-			case 1: // pay an order (maybe again, maybe unknown)
-				_, err = eng.MarkOrderPaid(ctx, ws, fmt.Sprint("o", 1+arg%(orders+1)))
-			case 2, 3: // create a payout, or replay an earlier id with other parameters
-				id := payouts + 1
-				if op%8 == 3 && payouts > 0 {
-					id = 1 + arg%payouts
-				} else {
-					payouts++
-				}
-				_, _, err = eng.CreatePayout(ctx, ws, payoutkit.CreatePayoutRequest{
-					PayoutID: fmt.Sprint("p", id), Amount: amounts[arg%len(amounts)], Asset: "USDT", Network: "TRON",
-					Address: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", PayerID: "c",
-				})
-			case 4, 5:
-				_, err = eng.CompletePayout(ctx, ws, fmt.Sprint("p", 1+arg%(payouts+1)), "tx")
-			case 6, 7:
-				_, err = eng.FailPayout(ctx, ws, fmt.Sprint("p", 1+arg%(payouts+1)), "")
-			}
-			after, aerr := store.Audit(ctx, ws)
-			if aerr != nil {
-				t.Fatal(aerr)
-			}
-			if cerr := after.Check(); cerr != nil {
-				t.Fatalf("step %d (op %d): %v", i, op, cerr)
-			}
-			if err != nil && after != before {
-				t.Fatalf("step %d (op %d) failed with %v but changed money: %+v -> %+v", i, op, err, before, after)
-			}
-			if err != nil && payoutkit.CodeOf(err) == 0 {
-				t.Fatalf("step %d (op %d): error without a contract code: %v", i, op, err)
-			}
-		}
-	})
+	storetest.FuzzMoneyInvariants(f, func(*testing.T) payoutkit.Store { return memstore.New() })
 }

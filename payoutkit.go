@@ -2,10 +2,23 @@
 // workspace, credited by paid orders and debited by payouts (withdrawals) in a
 // crypto asset on a network, with signed webhook events for every change.
 //
+// # Embedding
+//
+// Build an Engine with New over a Store (storage/memstore for tests,
+// storage/sqlstore for SQLite or PostgreSQL), start its loops, and stop
+// them when done:
+//
+//	engine, err := payoutkit.New(store, &payoutkit.Config{Processor: rail})
+//	if err != nil { ... }
+//	if err := engine.Start(ctx); err != nil { ... }
+//	defer engine.Stop(context.WithoutCancel(ctx))
+//
+// The loops deliver every webhook and hand every payout to the Processor;
+// engines in several processes may share one store.
+//
 // # The main flow
 //
-// Build an Engine with New over a Store: storage/memstore for tests,
-// storage/sqlstore for SQLite or PostgreSQL. Then, for one workspace:
+// For one workspace:
 //
 //  1. CreateWorkspace makes the workspace, its first API key (shown once)
 //     and its webhook signing secret.
@@ -15,13 +28,13 @@
 //     with its ledger entry and its payout.submitted event. The same
 //     payout_id again is a replay (the stored payout, nothing changed); a
 //     payout the balance does not cover is ErrInsufficientBalance.
-//  4. A Processor (SandboxProcessor in the sandbox) receives each submitted
-//     payout through a delivery.Dispatcher's hand-off, with an
+//  4. The Processor of Config (SandboxProcessor in the sandbox) receives
+//     each submitted payout from the engine's hand-off loop, with an
 //     IdempotencyKey to pass to its rail, and settles it: CompletePayout
 //     (the money left) or FailPayout (credited back).
-//  5. The dispatcher sends every event to the workspace's webhook URL,
-//     signed (Sign, VerifySignature), at least once, in order per payout;
-//     Payout and ListPayouts serve those who poll instead.
+//  5. The engine's delivery loop sends every event to the workspace's
+//     webhook URL, signed (Sign, VerifySignature), at least once, in order
+//     per payout; Payout and ListPayouts serve those who poll instead.
 //
 // The store enforces the money invariants (no overdraft, one payout per
 // payout_id, every balance change with its ledger entry and event) in the
@@ -38,8 +51,8 @@
 // # Around the engine
 //
 // Package httpserver serves the /v1 API over an Engine, package portal the
-// staff pages, package delivery the webhooks and hand-offs, and
-// examples/server puts them together as a standalone server.
+// staff pages, and examples/server puts them together as a standalone
+// server.
 package payoutkit
 
 import (
@@ -86,13 +99,17 @@ type Config struct {
 	// AddressValidators adds or replaces address validators by network name,
 	// for coins on networks that package address does not know. Defaults to none.
 	AddressValidators map[string]func(address string) error
-	// Processor receives each accepted payout to send it on the real rail,
-	// through Engine.HandOffPayout, which a delivery.Dispatcher with HandOff
-	// set calls under a lease; it settles the payout later through
-	// CompletePayout or FailPayout. Without a running dispatcher nothing is
-	// handed over. Defaults to none: payouts stay submitted until settled by
+	// Processor receives each accepted payout to send it on the real rail:
+	// once Start has run the engine's loops, the hand-off loop gives it
+	// every submitted payout under a lease (HandOffPayout); it settles the
+	// payout later through CompletePayout or FailPayout. Defaults to none:
+	// no payout is handed over, and payouts stay submitted until settled by
 	// a call.
 	Processor Processor
+	// Delivery configures the loops that Start runs: webhook delivery
+	// (notifier, retries, retention, leases) and the payouts' hand-off.
+	// Defaults to the zero DeliveryConfig, whose every field has a default.
+	Delivery DeliveryConfig
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 	// CursorKey keys the HMAC that makes list cursors tamper-evident and
@@ -173,7 +190,9 @@ func (c *Config) withDefaults() *Config {
 }
 
 // Engine is the payout engine. It is safe for concurrent use, and several
-// engines (in one process or many) may share one store.
+// engines (in one process or many) may share one store. Its background
+// work (webhook delivery, the hand-off to the processor) runs between
+// Start and Stop.
 type Engine struct {
 	store     Store
 	coins     coinTable
@@ -193,6 +212,10 @@ type Engine struct {
 	keys *KeyRing
 	// observePayout is Config.ObservePayout, or nil.
 	observePayout func(Payout)
+	// delivery is Config.Delivery with its defaults, for Start.
+	delivery *DeliveryConfig
+	// loops is what Start runs; nil on an engine from WithStore.
+	loops *loops
 }
 
 var _ Service = (*Engine)(nil)
@@ -209,10 +232,13 @@ var _ Service = (*Engine)(nil)
 //	})
 //
 // Config.ObservePayout hears of a payout made in a transaction when it is
-// stored, before the transaction commits (or rolls back).
+// stored, before the transaction commits (or rolls back). The returned
+// engine runs no loops of its own (Start refuses): e's loops find the
+// committed work.
 func (e *Engine) WithStore(store Store) *Engine {
 	out := *e
 	out.store = store
+	out.loops = nil
 	return &out
 }
 
@@ -227,6 +253,14 @@ func New(store Store, cfg *Config) (*Engine, error) {
 	cfg = cfg.withDefaults()
 	coins, err := newCoinTable(cfg.Coins, cfg.AddressValidators)
 	if err != nil {
+		return nil, err
+	}
+	delivery := cfg.Delivery
+	if delivery.Logger == nil {
+		delivery.Logger = cfg.Logger
+	}
+	dcfg := delivery.withDefaults()
+	if err := dcfg.validate(); err != nil {
 		return nil, err
 	}
 	return &Engine{
@@ -244,6 +278,8 @@ func New(store Store, cfg *Config) (*Engine, error) {
 		signInWindow:      cfg.SignInWindow,
 		keys:              cfg.SecretKeys,
 		observePayout:     cfg.ObservePayout,
+		delivery:          dcfg,
+		loops:             &loops{},
 		dummyHash: sync.OnceValue(func() []byte {
 			h, _ := bcrypt.GenerateFromPassword([]byte(randomBase62(20)), cfg.PasswordCost)
 			return h

@@ -19,9 +19,9 @@ import (
 // to its rail as the rail's idempotency key (or keep it and refuse a second
 // send itself), so that money leaves once however often Submit is called.
 //
-// Payouts reach the processor through Engine.HandOffPayout, which a leased
-// loop (delivery.Dispatcher) calls for every submitted payout not yet handed
-// over, until Submit returns nil. A processor that cannot take a payout yet
+// Payouts reach the processor through Engine.HandOffPayout, which the
+// engine's hand-off loop (Engine.Start) calls under a lease for every
+// submitted payout not yet handed over, until Submit returns nil. A processor that cannot take a payout yet
 // returns an error matching ErrNotDue (a *NotDueError says when to retry);
 // any other error is logged, and the hand-off is retried after the lease.
 type Processor interface {
@@ -51,7 +51,7 @@ func IdempotencyKey(workspaceID, payoutID string) string {
 	return "po_" + hex.EncodeToString(h.Sum(nil))[:32]
 }
 
-// PayoutLease is a submitted payout claimed for hand-off by one dispatcher:
+// PayoutLease is a submitted payout claimed for hand-off by one engine:
 // Owner names it, and Token is the fencing token of the claim, larger than
 // every earlier claim's of the payout. Recording the hand-off succeeds only
 // while the claim is the payout's latest.
@@ -96,8 +96,8 @@ func (e *NotDueError) Is(target error) bool { return target == ErrNotDue }
 // the payout over meanwhile (this one's lease ran out), recording fails
 // with ErrConflict: the newer claim's owner records it.
 //
-// The hand-off loop in package delivery calls it for payouts it claimed with
-// PayoutStore.ClaimPayoutHandoffs.
+// The engine's hand-off loop (Engine.Start) calls it for payouts it claimed
+// with PayoutStore.ClaimPayoutHandoffs.
 func (e *Engine) HandOffPayout(ctx context.Context, l PayoutLease) error {
 	p, err := e.store.Payout(ctx, l.WorkspaceID, l.PayoutID)
 	if err != nil {

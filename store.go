@@ -14,15 +14,33 @@ import (
 // Stores report missing rows with ErrNotFound, taken ids with ErrConflict and
 // an overdraft with ErrInsufficientBalance (all matched with errors.Is);
 // anything else is an internal error that must not reach a caller verbatim.
+//
+// Every capability the engine and its loops use is a method here, with no
+// optional interface discovered at run time, so that a store wrapped by its
+// caller keeps all of them and a store that lacks one does not compile.
 type Store interface {
 	WorkspaceStore
 	KeyStore
+	KeyBalanceReader
 	PayoutStore
 	OrderStore
 	LedgerStore
 	Outbox
+	WorkNotifier
 	StaffStore
 	Close() error
+}
+
+// WorkNotifier tells the engine's loops in its own process when the store
+// has committed work for them (a new event, a payout to hand over, an event
+// sent again), so that they claim it at once instead of at their next poll.
+// Work that another process commits, or that is written in a caller's
+// transaction, is found by the poll (DeliveryConfig.PollInterval).
+type WorkNotifier interface {
+	// SubscribeWork returns a channel that receives after work is
+	// committed (a burst may send once), and cancel, which ends the
+	// subscription.
+	SubscribeWork() (ch <-chan struct{}, cancel func())
 }
 
 // WorkspaceStore keeps workspaces and their staff logins.
@@ -142,6 +160,12 @@ type Outbox interface {
 	// An event is not due while an earlier event of the same subject is still
 	// pending, so that a payout's events go out in order.
 	ClaimEvents(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]Event, error)
+	// ClaimEventsExcept is ClaimEvents passing over the events of the
+	// workspaces in except: the delivery loop names the workspaces whose
+	// share of workers (DeliveryConfig.MaxPerWorkspace) is busy, so that one
+	// workspace's backlog (a receiver that hangs, thousands of events due)
+	// never keeps another workspace's events waiting.
+	ClaimEventsExcept(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]Event, error)
 	// RecordAttempt stores one delivery attempt of a leased event and moves the
 	// event to next: delivered, failed, or pending again at next.NextAttemptAt.
 	// It is ErrConflict when owner no longer holds the event's lease (or the

@@ -78,9 +78,10 @@ type DeliveryAttempt struct {
 // Notifier delivers one event to a workspace's webhook destination. It
 // returns a nil error only when the receiver acknowledged the event, and
 // describes what the receiver answered in the result either way (a zero
-// result when no answer came). The default one, delivery.HTTPNotifier, POSTs
-// signed JSON over HTTP; embedders may plug in another. The delivery
-// dispatcher calls it only for a workspace with a webhook URL.
+// result when no answer came). The default one, HTTPNotifier, POSTs signed
+// JSON over HTTP; embedders may plug in another (DeliveryConfig.Notifier).
+// The engine's delivery loop calls it only for a workspace with a webhook
+// URL.
 type Notifier interface {
 	Notify(ctx context.Context, ws Workspace, ev Event) (DeliveryResult, error)
 }
@@ -187,12 +188,17 @@ func (e *Engine) PayoutEvents(ctx context.Context, workspaceID, payoutID string)
 	return out, nil
 }
 
-// ResendEvent makes a failed (or delivered) event due again now; a running
-// dispatcher sends it on its next poll. An unknown event is ErrNotFound.
+// ResendEvent makes a failed (or delivered) event due again now; the
+// engine's running delivery loop claims it at once, and those of other
+// engines sharing the store at their next poll. An unknown event is
+// ErrNotFound.
 func (e *Engine) ResendEvent(ctx context.Context, workspaceID, eventID string) error {
 	err := e.store.ResendEvent(ctx, workspaceID, eventID, e.clock())
 	if errors.Is(err, ErrNotFound) {
 		return errNotFound("event")
+	}
+	if err == nil {
+		e.wakeDelivery()
 	}
 	return err
 }

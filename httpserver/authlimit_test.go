@@ -18,7 +18,7 @@ import (
 )
 
 // countingStore counts the store calls authentication makes (APIKey,
-// TouchAPIKey) and every workspace read.
+// APIKeyBalance, TouchAPIKey) and every workspace read.
 type countingStore struct {
 	payoutkit.Store
 	calls atomic.Int64
@@ -27,6 +27,13 @@ type countingStore struct {
 func (s *countingStore) APIKey(ctx context.Context, prefix string) (payoutkit.APIKey, error) {
 	s.calls.Add(1)
 	return s.Store.APIKey(ctx, prefix)
+}
+
+// APIKeyBalance is the key read of GET /v1/balance, which a wrapped store
+// keeps (it is part of payoutkit.Store).
+func (s *countingStore) APIKeyBalance(ctx context.Context, prefix string) (payoutkit.APIKey, payoutkit.Balance, error) {
+	s.calls.Add(1)
+	return s.Store.APIKeyBalance(ctx, prefix)
 }
 
 func (s *countingStore) TouchAPIKey(ctx context.Context, prefix string, at time.Time) error {

@@ -26,7 +26,7 @@ var metricsListening func(net.Addr)
 // metrics is serve's Prometheus registry and the series that the library
 // packages' hooks feed (httpserver.Options.ObserveRequest,
 // payoutkit.Config.ObservePayout, sqlstore.WithCommitObserver,
-// delivery.Config.ObserveAttempt). The libraries know nothing of
+// payoutkit.DeliveryConfig.ObserveAttempt). The libraries know nothing of
 // Prometheus. A nil *metrics (no -metrics-addr) hands out nil hooks.
 type metrics struct {
 	reg            *prometheus.Registry
@@ -136,7 +136,7 @@ func (m *metrics) observePayout() func(payoutkit.Payout) {
 	}
 }
 
-// observeAttempt is the dispatcher's delivery.Config.ObserveAttempt.
+// observeAttempt is the engine's payoutkit.DeliveryConfig.ObserveAttempt.
 func (m *metrics) observeAttempt() func(payoutkit.DeliveryAttempt, payoutkit.EventDelivery) {
 	if m == nil {
 		return nil

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/payoutkit/payoutkit"
-	"github.com/payoutkit/payoutkit/delivery"
 	"github.com/payoutkit/payoutkit/httpserver"
 	"github.com/payoutkit/payoutkit/portal"
 	"github.com/payoutkit/payoutkit/storage/sqlstore"
@@ -46,7 +45,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	allowPrivate := fs.Bool("webhook-allow-private", false, "deliver webhooks to loopback and private addresses outside the sandbox too")
 	withPortal := fs.Bool("portal", true, "serve the staff portal at / beside /v1")
 	logFormat := fs.String("log-format", "json", "log lines as `json` or text")
-	retention := fs.Duration("event-retention", delivery.DefaultRetention, "delete delivered webhook events recorded longer ago than this `duration` (negative: keep all)")
+	retention := fs.Duration("event-retention", payoutkit.DefaultRetention, "delete delivered webhook events recorded longer ago than this `duration` (negative: keep all)")
 	lease := fs.Duration("delivery-lease", time.Minute, "how long a webhook event or payout hand-off claimed by this instance stays reserved to it; another instance takes it over this `duration` after this one dies (at least 2s; under 20s shortens the webhook timeout to half of it)")
 	coinsFile := fs.String("coins", "", "JSON `file` listing the payout coins with their decimals and limits, replacing the default list")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at /metrics on this separate `address`, never on -addr (empty: off)")
@@ -94,10 +93,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg := &payoutkit.Config{Logger: log, PasswordCost: passwordCost, SecretKeys: keys, ObservePayout: m.observePayout(),
-		CursorKey: cursorKey()}
+		CursorKey: cursorKey(),
+		Delivery: payoutkit.DeliveryConfig{
+			// One attempt ends within its lease: a lease under 20s shortens the timeout.
+			Notifier:       &payoutkit.HTTPNotifier{AllowPrivate: *sandbox || *allowPrivate, Timeout: min(payoutkit.DefaultTimeout, *lease/2)},
+			Lease:          *lease,
+			Retention:      *retention,
+			ObserveAttempt: m.observeAttempt(),
+		}}
 	cfg.Coins = coins // nil: the default list
 	if *sandbox {
-		// Payouts reach it through the dispatcher's hand-off loop below.
+		// Payouts reach it through the engine's hand-off loop (Start below).
 		cfg.Processor = &payoutkit.SandboxProcessor{SettleAfter: *settleAfter}
 	}
 	engine, err := payoutkit.New(store, cfg)
@@ -108,19 +114,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	dispatcher, err := delivery.New(store, &delivery.Config{
-		HandOff:    engine,
-		Workspaces: engine, // opens sealed webhook secrets
-		// One attempt ends within its lease: a lease under 20s shortens the timeout.
-		Notifier:       &delivery.HTTPNotifier{AllowPrivate: *sandbox || *allowPrivate, Timeout: min(delivery.DefaultTimeout, *lease/2)},
-		Lease:          *lease,
-		Retention:      *retention,
-		Logger:         log,
-		ObserveAttempt: m.observeAttempt(),
-	})
-	if err != nil {
-		return err
-	}
 	if m != nil {
 		stopMetrics, err := m.serveMetrics(ctx, *metricsAddr, *withPprof, store, log)
 		if err != nil {
@@ -152,15 +145,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 
-	dctx, stopDispatcher := context.WithCancel(context.WithoutCancel(ctx))
-	dispatched := make(chan struct{})
-	go func() {
-		defer close(dispatched)
-		if err := dispatcher.Run(dctx); err != nil {
-			log.Error("webhook dispatcher stopped", "err", err)
-		}
-	}()
-	defer func() { stopDispatcher(); <-dispatched }()
+	// The loops outlive ctx: they stop after the server has drained.
+	if err := engine.Start(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	defer engine.Stop(context.WithoutCancel(ctx))
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

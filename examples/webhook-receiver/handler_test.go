@@ -14,7 +14,6 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/payoutkit/payoutkit"
-	"github.com/payoutkit/payoutkit/delivery"
 	"github.com/payoutkit/payoutkit/storage/memstore"
 )
 
@@ -162,7 +161,12 @@ func TestSeenIDsIsBounded(t *testing.T) {
 // after a lost acknowledgement is handled once.
 func TestReceiverWithDispatcher(t *testing.T) {
 	store := memstore.New()
-	eng, err := payoutkit.New(store, &payoutkit.Config{PasswordCost: bcrypt.MinCost, Logger: quiet()})
+	// A short retry delay so that the test runs in real time.
+	eng, err := payoutkit.New(store, &payoutkit.Config{PasswordCost: bcrypt.MinCost, Logger: quiet(),
+		Delivery: payoutkit.DeliveryConfig{
+			Notifier: &payoutkit.HTTPNotifier{AllowPrivate: true}, PollInterval: 5 * time.Millisecond,
+			RetryDelays: []time.Duration{10 * time.Millisecond}, Jitter: -1,
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,18 +200,10 @@ func TestReceiverWithDispatcher(t *testing.T) {
 	if _, err := eng.MarkOrderPaid(t.Context(), nw.Workspace.ID, "o-1"); err != nil {
 		t.Fatal(err)
 	}
-	// A short retry delay so that the test runs in real time.
-	d, err := delivery.New(store, &delivery.Config{
-		Notifier: &delivery.HTTPNotifier{AllowPrivate: true}, PollInterval: 5 * time.Millisecond,
-		RetryDelays: []time.Duration{10 * time.Millisecond}, Jitter: -1, Logger: quiet(),
-	})
-	if err != nil {
+	if err := eng.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error)
-	go func() { done <- d.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer eng.Stop(context.Background())
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		page, err := store.Events(t.Context(), nw.Workspace.ID, payoutkit.PageRequest{})

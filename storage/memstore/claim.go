@@ -13,7 +13,7 @@ func (s *Store) ClaimEvents(ctx context.Context, owner string, now, leaseUntil t
 	return s.ClaimEventsExcept(ctx, owner, now, leaseUntil, limit, nil)
 }
 
-// ClaimEventsExcept implements delivery.FairClaimer: ClaimEvents passing
+// ClaimEventsExcept implements payoutkit.Outbox: ClaimEvents passing
 // over the events of the workspaces in except.
 func (s *Store) ClaimEventsExcept(_ context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]payoutkit.Event, error) {
 	s.mu.Lock()

@@ -95,10 +95,11 @@ func New() *Store {
 }
 
 // SubscribeWork returns a channel that receives when the store has taken
-// work for a dispatcher (a new event, a payout to hand over, an event sent
-// again), and cancel, which ends the subscription. A delivery.Dispatcher
-// over the store subscribes by itself, so that it claims such work at once
-// instead of at its next poll.
+// work for the engine's loops (a new event, a payout to hand over, an event
+// sent again), and cancel, which ends the subscription
+// (payoutkit.WorkNotifier). The loops of an engine over the store subscribe
+// by themselves, so that they claim such work at once instead of at their
+// next poll.
 func (s *Store) SubscribeWork() (ch <-chan struct{}, cancel func()) { return s.work.Subscribe() }
 
 // Close does nothing; the store lives as long as the value.

@@ -24,7 +24,6 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/payoutkit/payoutkit"
-	"github.com/payoutkit/payoutkit/delivery"
 	"github.com/payoutkit/payoutkit/storage/sqlstore"
 	"github.com/payoutkit/payoutkit/storage/sqlstore/sqltest"
 	"github.com/payoutkit/payoutkit/storage/storetest"
@@ -118,7 +117,8 @@ func testTransactionalCalls(t *testing.T, db *bun.DB) {
 		t.Fatal(err)
 	}
 	store := newOnCallerDB(t, db)
-	engine, err := payoutkit.New(store, &payoutkit.Config{PasswordCost: bcrypt.MinCost, Logger: slog.New(slog.DiscardHandler)})
+	engine, err := payoutkit.New(store, &payoutkit.Config{PasswordCost: bcrypt.MinCost, Logger: slog.New(slog.DiscardHandler),
+		Delivery: payoutkit.DeliveryConfig{Notifier: &payoutkit.HTTPNotifier{AllowPrivate: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,14 +207,10 @@ func testTransactionalCalls(t *testing.T, db *bun.DB) {
 		t.Fatalf("%d events; want order.paid and the committed payout's", len(page.Items))
 	}
 
-	d, err := delivery.New(store, &delivery.Config{Notifier: &delivery.HTTPNotifier{AllowPrivate: true}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
+	if err := engine.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	dctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.Run(dctx) }()
-	defer func() { stop(); <-done }()
+	defer engine.Stop(context.WithoutCancel(ctx))
 	for deadline := time.Now().Add(10 * time.Second); delivered.Load() == 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the committed payout's event was not delivered")

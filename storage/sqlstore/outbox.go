@@ -20,7 +20,7 @@ func (s *Store) ClaimEvents(ctx context.Context, owner string, now, leaseUntil t
 	return s.ClaimEventsExcept(ctx, owner, now, leaseUntil, limit, nil)
 }
 
-// ClaimEventsExcept implements delivery.FairClaimer: ClaimEvents passing
+// ClaimEventsExcept implements payoutkit.Outbox: ClaimEvents passing
 // over the events of the workspaces in except.
 func (s *Store) ClaimEventsExcept(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]payoutkit.Event, error) {
 	if limit <= 0 {

@@ -396,10 +396,11 @@ func openSQLite(ctx context.Context, dsn string, cfg config) (*Store, error) {
 }
 
 // SubscribeWork returns a channel that receives when this store has
-// committed work for a dispatcher (a new event, a payout to hand over, an
-// event sent again), and cancel, which ends the subscription. A
-// delivery.Dispatcher over this store subscribes by itself, so that it
-// claims such work at once instead of at its next poll. Work committed by
+// committed work for the engine's loops (a new event, a payout to hand
+// over, an event sent again), and cancel, which ends the subscription
+// (payoutkit.WorkNotifier). The loops of an engine over this store
+// subscribe by themselves, so that they claim such work at once instead of
+// at their next poll. Work committed by
 // other processes, or in a caller's transaction (WithTx), is left to the
 // poll.
 func (s *Store) SubscribeWork() (ch <-chan struct{}, cancel func()) { return s.work.Subscribe() }

@@ -107,21 +107,32 @@ func testKeys(t *testing.T, open Open) {
 		}
 	})
 
-	// GET /v1/balance reads the key and the balance in one query where the
-	// store can: the same answers as Authenticate then Balance, and a
+	// GET /v1/balance reads the key and the balance in one query
+	// (APIKeyBalance): the same answers as Authenticate then Balance, and a
 	// revoked key fails on the very next call.
 	t.Run("AuthenticateBalance", func(t *testing.T) {
 		e := newEnv(t, open)
-		if _, ok := e.store.(payoutkit.KeyBalanceReader); !ok {
-			// Optional: the engine then reads the key and the balance apart.
-			t.Logf("%T is not a payoutkit.KeyBalanceReader: AuthenticateBalance reads twice", e.store)
-		}
 		nw, other := e.workspace(), e.workspace()
 		e.fund(nw.Workspace.ID, "12.34")
 		e.fund(other.Workspace.ID, "99.00")
 		if _, _, err := e.payout(nw.Workspace.ID, "po-ab", "2.00"); err != nil {
 			t.Fatal(err)
 		}
+		// The store's one-query read itself: the key as APIKey reads it,
+		// with its own workspace's balance, and ErrNotFound for a prefix
+		// no key has.
+		key, kb, err := e.store.APIKeyBalance(e.ctx, nw.APIKey.Prefix)
+		if err != nil || key.Prefix != nw.APIKey.Prefix || key.WorkspaceID != nw.Workspace.ID {
+			t.Fatalf("APIKeyBalance = %+v, %v; want the key %s of %s", key, err, nw.APIKey.Prefix, nw.Workspace.ID)
+		}
+		if want := must[payoutkit.APIKey](t)(e.store.APIKey(e.ctx, nw.APIKey.Prefix)); key.Hash != want.Hash || key.Active() != want.Active() {
+			t.Fatalf("APIKeyBalance's key %+v differs from APIKey's %+v", key, want)
+		}
+		if kb.Available.String() != "10.34" || kb.InProgress.String() != "2.00" {
+			t.Fatalf("APIKeyBalance's balance %+v; want 10.34 available, 2.00 in progress", kb)
+		}
+		_, _, err = e.store.APIKeyBalance(e.ctx, strings.Repeat("Z", len(nw.APIKey.Prefix)))
+		wantErr(t, err, payoutkit.ErrNotFound)
 		p, b, err := e.eng.AuthenticateBalance(e.ctx, "Bearer "+nw.APIKey.Key)
 		if err != nil || p.WorkspaceID != nw.Workspace.ID || p.KeyPrefix != nw.APIKey.Prefix {
 			t.Fatalf("AuthenticateBalance = %+v, %v", p, err)

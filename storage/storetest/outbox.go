@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 	"testing"
@@ -220,12 +219,7 @@ func testOutbox(t *testing.T, open Open) {
 	// busy, so that one workspace's backlog never delays another's.
 	t.Run("ClaimEventsExcept", func(t *testing.T) {
 		e := newEnv(t, open)
-		claimer, ok := e.store.(interface {
-			ClaimEventsExcept(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]payoutkit.Event, error)
-		})
-		if !ok {
-			t.Skip("the store does not implement delivery.FairClaimer")
-		}
+		claimer := e.store
 		a, b := e.workspace().Workspace.ID, e.workspace().Workspace.ID
 		e.fund(a, "10.00")
 		for i := range 3 {
@@ -247,6 +241,55 @@ func testOutbox(t *testing.T, open Open) {
 			}
 		}
 	})
+}
+
+// testWork checks SubscribeWork: the engine's loops in this process hear
+// of committed work at once instead of at their next poll.
+func testWork(t *testing.T, open Open) {
+	e := newEnv(t, open)
+	nw, err := e.eng.CreateWorkspace(e.ctx, payoutkit.CreateWorkspaceRequest{Name: "No URL"})
+	noErr(t, err)
+	ws := nw.Workspace.ID
+	work, cancel := e.store.SubscribeWork()
+	defer cancel()
+	drain := func() {
+		for {
+			select {
+			case <-work:
+			case <-time.After(50 * time.Millisecond):
+				return
+			}
+		}
+	}
+	signalled := func(what string) {
+		t.Helper()
+		select {
+		case <-work:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no work signalled within 5 s of %s", what)
+		}
+	}
+	e.fund(ws, "10.00")
+	signalled("an order paid")
+	drain()
+	must[payoutkit.Payout](t)(first(e.payout(ws, "po-1", "4.00")))
+	signalled("a payout created")
+	drain()
+	// The workspace has no webhook URL: its events are stored failed, and
+	// a resend makes one pending again.
+	page := must[payoutkit.Page[payoutkit.Event]](t)(e.store.Events(e.ctx, ws, payoutkit.PageRequest{}))
+	if len(page.Items) == 0 {
+		t.Fatal("no events recorded")
+	}
+	noErr(t, e.store.ResendEvent(e.ctx, ws, page.Items[0].ID, time.Now()))
+	signalled("an event sent again")
+
+	// A cancelled subscription does not keep the others from hearing.
+	_, cancelOther := e.store.SubscribeWork()
+	cancelOther()
+	drain()
+	must[payoutkit.Payout](t)(first(e.payout(ws, "po-2", "1.00")))
+	signalled("a second payout")
 }
 
 func subjects(evs []payoutkit.Event) string {

@@ -28,6 +28,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("Races", func(t *testing.T) { testRaces(t, open) })
 	t.Run("Listing", func(t *testing.T) { testListing(t, open) })
 	t.Run("Outbox", func(t *testing.T) { testOutbox(t, open) })
+	t.Run("Work", func(t *testing.T) { testWork(t, open) })
 	t.Run("Prune", func(t *testing.T) { testPrune(t, open) })
 	t.Run("Health", func(t *testing.T) { testHealth(t, open) })
 	t.Run("Handoffs", func(t *testing.T) { testHandoffs(t, open) })

@@ -1,14 +1,4 @@
-// Package delivery moves work out of the store's durable queues: it sends
-// each event in the outbox to its workspace's webhook receiver, signed and
-// retried on the contract's schedule, and hands each accepted payout to the
-// processor. Both survive restarts and may run in several processes over one
-// database: work is claimed under a lease, so one owner handles an item at a
-// time and an owner that dies simply lets its leases expire.
-//
-//	d, err := delivery.New(store, &delivery.Config{HandOff: engine, Workspaces: engine})
-//	...
-//	go d.Run(ctx) // until ctx is cancelled
-package delivery
+package payoutkit
 
 import (
 	"context"
@@ -21,104 +11,41 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
-
-	"github.com/payoutkit/payoutkit"
 )
 
-// Store is what the dispatcher needs of a payoutkit.Store; every
-// payoutkit.Store is one.
-type Store interface {
-	ClaimEvents(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.Event, error)
-	RecordAttempt(ctx context.Context, owner string, a payoutkit.DeliveryAttempt, next payoutkit.EventDelivery) error
-	ResendEvent(ctx context.Context, workspaceID, eventID string, now time.Time) error
-	Workspace(ctx context.Context, id string) (payoutkit.Workspace, error)
-	ClaimPayoutHandoffs(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.PayoutLease, error)
-	PruneEvents(ctx context.Context, before time.Time, limit int) (int, error)
-}
-
-var _ Store = payoutkit.Store(nil)
-
-// FairClaimer is a Store that can pass over some workspaces' events when
-// claiming: the dispatcher names the workspaces whose share of workers
-// (Config.MaxPerWorkspace) is busy, so that a workspace with a backlog (a
-// receiver that hangs, thousands of events due) never keeps another
-// workspace's events waiting. The stores of this module implement it; with
-// a Store that does not, a backlog can delay other workspaces.
-type FairClaimer interface {
-	// ClaimEventsExcept is ClaimEvents passing over the events of the
-	// workspaces in except.
-	ClaimEventsExcept(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]payoutkit.Event, error)
-}
-
-// WorkNotifier is a Store that tells the dispatchers of its own process
-// when it has committed work for them: a new event, a payout to hand over,
-// an event sent again. The dispatcher subscribes when it runs and claims
-// such work at once; without it, work waits for the next poll
-// (Config.PollInterval). The stores of this module implement it. Work that
-// another process commits is found by the poll.
-type WorkNotifier interface {
-	// SubscribeWork returns a channel that receives after work is
-	// committed (a burst may send once), and cancel, which ends the
-	// subscription.
-	SubscribeWork() (ch <-chan struct{}, cancel func())
-}
-
-// PayoutHandOff gives one claimed payout to the processor and records the
-// hand-off. *payoutkit.Engine implements it with the Processor of its Config.
-type PayoutHandOff interface {
-	HandOffPayout(ctx context.Context, l payoutkit.PayoutLease) error
-}
-
-var _ PayoutHandOff = (*payoutkit.Engine)(nil)
-
-// WorkspaceSource reads a workspace with its webhook secret ready to sign
-// with. *payoutkit.Engine is one: it opens secrets sealed at rest.
-type WorkspaceSource interface {
-	Workspace(ctx context.Context, id string) (payoutkit.Workspace, error)
-}
-
-var _ WorkspaceSource = (*payoutkit.Engine)(nil)
-
-// Config configures a Dispatcher. The zero value is usable.
-type Config struct {
+// DeliveryConfig configures the engine's loops (Engine.Start): the webhook
+// delivery loop, which sends each event in the outbox to its workspace's
+// receiver, signed and retried on the contract's schedule, and the hand-off
+// loop, which gives each accepted payout to Config.Processor. Both survive
+// restarts and may run in several processes over one database: work is
+// claimed under a lease, so one owner handles an item at a time and an
+// owner that dies simply lets its leases expire. The zero value is usable.
+type DeliveryConfig struct {
 	// Notifier delivers one event. Defaults to a new HTTPNotifier (10 s
 	// timeout, non-public addresses refused).
-	Notifier payoutkit.Notifier
-	// Workspaces reads the workspace of each event, for its webhook URL and
-	// signing secret. Pass the *payoutkit.Engine when its Config.SecretKeys
-	// seals secrets at rest: the store holds them sealed, and an event whose
-	// secret is still sealed is never signed (it waits, and an error is
-	// logged). Defaults to the store.
-	Workspaces WorkspaceSource
-	// HandOff receives every submitted payout that has not been handed to the
-	// processor yet; pass the *payoutkit.Engine. Defaults to nil: payouts are
-	// not handed over by this dispatcher.
-	HandOff PayoutHandOff
-	// Owner names this dispatcher in the leases it takes; every dispatcher
+	Notifier Notifier
+	// Owner names this engine in the leases its loops take; every engine
 	// sharing a store needs its own. Defaults to hostname-pid-random.
 	Owner string
-	// Clock tells the time and wakes the dispatcher. Defaults to the system
-	// clock; tests pass a fake one.
+	// Clock tells the loops the time and wakes them; tests pass a fake one.
+	// Defaults to the system clock.
 	Clock Clock
 	// PollInterval is how often the store is asked for due work when none
 	// came up otherwise. Defaults to 1 s.
 	PollInterval time.Duration
-	// Lease is how long claimed work stays reserved to this dispatcher. A
-	// dispatcher that stops or dies mid-delivery holds its events this long
+	// Lease is how long claimed work stays reserved to this engine. An
+	// engine that stops or dies mid-delivery holds its events this long
 	// before another one retries them. One attempt (a Notify or a hand-off
 	// call) is cut off after half the lease, so the lease outlives it.
 	// Defaults to 1 min.
 	Lease time.Duration
 	// BatchSize caps how many items one claim takes. Defaults to 100.
 	BatchSize int
-	// Concurrency is how many deliveries run at once, and separately how many
-	// hand-offs. A slow receiver occupies one of them for at most the
-	// notifier's timeout. Defaults to 256: a worker waits for its attempt's
-	// commit, which under a payout load is tens of milliseconds, so fewer
-	// workers cannot keep pace with the payouts (examples/load, 8 s of
-	// payouts on one SQLite workspace: the last webhook 11-12 s after the
-	// load with 64 workers, 1.9-3.1 s with 256, at about 15% fewer
-	// payouts, since the deliveries now take their share of the writer).
+	// Concurrency is how many deliveries run at once, and separately how
+	// many hand-offs. A slow receiver occupies one of them for at most the
+	// notifier's timeout. A worker waits for its attempt's commit, which
+	// under a payout load is tens of milliseconds, so it takes many workers
+	// to keep pace with the payouts. Defaults to 256.
 	Concurrency int
 	// MaxPerWorkspace is how many of those deliveries may go to one
 	// workspace at once, so that a receiver that hangs leaves workers to
@@ -131,30 +58,30 @@ type Config struct {
 	// 12 h, 24 h.
 	RetryDelays []time.Duration
 	// Jitter adds a random wait of up to this fraction of each retry delay
-	// (never less than the delay), so that events that failed together do not
-	// all come back together. Defaults to 0.1; a negative value turns jitter
-	// off.
+	// (never less than the delay), so that events that failed together do
+	// not all come back together. A negative value turns jitter off.
+	// Defaults to 0.1.
 	Jitter float64
 	// Retention is how long delivered events (and their attempts) are kept:
-	// every RetentionInterval the dispatcher deletes those recorded longer
-	// ago, in small batches. Failed and pending events, payouts, orders and
-	// the ledger are kept forever. Defaults to 30 days; a negative value
-	// keeps everything.
+	// every RetentionInterval the engine deletes those recorded longer ago,
+	// in small batches. Failed and pending events, payouts, orders and the
+	// ledger are kept forever. A negative value keeps everything. Defaults
+	// to DefaultRetention (30 days).
 	Retention time.Duration
-	// RetentionInterval is how often the dispatcher prunes. Defaults to 10
+	// RetentionInterval is how often the engine prunes. Defaults to 10
 	// minutes.
 	RetentionInterval time.Duration
-	// Logger receives the dispatcher's logs. Defaults to slog.Default().
+	// Logger receives the loops' logs. Defaults to Config.Logger.
 	Logger *slog.Logger
 	// ObserveAttempt, when set, is told of every delivery attempt this
-	// dispatcher recorded, for metrics: a is the attempt, next the event's
+	// engine recorded, for metrics: a is the attempt, next the event's
 	// state after it (DeliveryDelivered; DeliveryPending when it will be
-	// retried; DeliveryFailed when the dispatcher gave up, including an
-	// event whose workspace's webhook URL was removed). Attempts that were
-	// not recorded (cut short by a stop, a lease lost, a store error) are
-	// not reported. It runs on the delivery workers, concurrently, and must
+	// retried; DeliveryFailed when the loop gave up, including an event
+	// whose workspace's webhook URL was removed). Attempts that were not
+	// recorded (cut short by a stop, a lease lost, a store error) are not
+	// reported. It runs on the delivery workers, concurrently, and must
 	// return quickly. Defaults to nil.
-	ObserveAttempt func(a payoutkit.DeliveryAttempt, next payoutkit.EventDelivery)
+	ObserveAttempt func(a DeliveryAttempt, next EventDelivery)
 }
 
 // DefaultRetention is how long delivered events are kept by default.
@@ -173,7 +100,7 @@ func RetryDelays() []time.Duration {
 	}
 }
 
-func (c *Config) withDefaults() *Config {
+func (c *DeliveryConfig) withDefaults() *DeliveryConfig {
 	out := *c
 	if out.Notifier == nil {
 		out.Notifier = &HTTPNotifier{}
@@ -220,30 +147,30 @@ func (c *Config) withDefaults() *Config {
 	return &out
 }
 
-func (c *Config) validate() error {
+func (c *DeliveryConfig) validate() error {
 	switch {
 	case c.PollInterval < 0:
-		return errors.New("delivery: PollInterval must not be negative")
+		return errors.New("payoutkit: Delivery.PollInterval must not be negative")
 	case c.Lease < 0:
-		return errors.New("delivery: Lease must not be negative")
+		return errors.New("payoutkit: Delivery.Lease must not be negative")
 	case c.BatchSize < 0:
-		return errors.New("delivery: BatchSize must not be negative")
+		return errors.New("payoutkit: Delivery.BatchSize must not be negative")
 	case c.Concurrency < 0:
-		return errors.New("delivery: Concurrency must not be negative")
+		return errors.New("payoutkit: Delivery.Concurrency must not be negative")
 	case c.MaxPerWorkspace < 0:
-		return errors.New("delivery: MaxPerWorkspace must not be negative")
+		return errors.New("payoutkit: Delivery.MaxPerWorkspace must not be negative")
 	case c.Jitter > 1:
-		return errors.New("delivery: Jitter must be at most 1")
+		return errors.New("payoutkit: Delivery.Jitter must be at most 1")
 	case c.RetentionInterval < 0:
-		return errors.New("delivery: RetentionInterval must not be negative")
+		return errors.New("payoutkit: Delivery.RetentionInterval must not be negative")
 	}
 	for _, d := range c.RetryDelays {
 		if d <= 0 {
-			return errors.New("delivery: RetryDelays must be positive")
+			return errors.New("payoutkit: Delivery.RetryDelays must be positive")
 		}
 	}
 	if n, ok := c.Notifier.(*HTTPNotifier); ok && n.timeout() > c.Lease/2 {
-		return fmt.Errorf("delivery: Lease (%s) must be at least twice the notifier's timeout (%s)", c.Lease, n.timeout())
+		return fmt.Errorf("payoutkit: Delivery.Lease (%s) must be at least twice the notifier's timeout (%s)", c.Lease, n.timeout())
 	}
 	return nil
 }
@@ -256,12 +183,48 @@ func defaultOwner() string {
 	return host + "-" + strconv.Itoa(os.Getpid()) + "-" + crand.Text()[:8]
 }
 
-// Dispatcher delivers webhooks from the outbox and hands payouts to the
-// processor. Build it with New and start it with Run.
-type Dispatcher struct {
-	store Store
-	cfg   *Config
-	log   *slog.Logger
+// dispatchStore is what the loops need of a Store; every Store is one.
+type dispatchStore interface {
+	ClaimEvents(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]Event, error)
+	ClaimEventsExcept(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]Event, error)
+	RecordAttempt(ctx context.Context, owner string, a DeliveryAttempt, next EventDelivery) error
+	ResendEvent(ctx context.Context, workspaceID, eventID string, now time.Time) error
+	ClaimPayoutHandoffs(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]PayoutLease, error)
+	PruneEvents(ctx context.Context, before time.Time, limit int) (int, error)
+	SubscribeWork() (ch <-chan struct{}, cancel func())
+}
+
+var _ dispatchStore = Store(nil)
+
+// payoutHandOff gives one claimed payout to the processor and records the
+// hand-off; the engine is one (HandOffPayout).
+type payoutHandOff interface {
+	HandOffPayout(ctx context.Context, l PayoutLease) error
+}
+
+// workspaceSource reads a workspace with its webhook secret ready to sign
+// with; the engine is one: it opens secrets sealed at rest.
+type workspaceSource interface {
+	Workspace(ctx context.Context, id string) (Workspace, error)
+}
+
+var (
+	_ payoutHandOff   = (*Engine)(nil)
+	_ workspaceSource = (*Engine)(nil)
+)
+
+// dispatcher runs the engine's loops: it delivers webhooks from the outbox
+// and hands payouts to the processor.
+type dispatcher struct {
+	store dispatchStore
+	cfg   *DeliveryConfig
+	// handOver receives every submitted payout not handed over yet; nil
+	// runs no hand-off loop.
+	handOver payoutHandOff
+	// workspaces reads each event's workspace, for its webhook URL and
+	// signing secret.
+	workspaces workspaceSource
+	log        *slog.Logger
 	// wake makes the delivery loop claim at once (after a resend, a
 	// hand-off, or the store's word of new work); wakeHandOffs does the same
 	// for the hand-off loop.
@@ -271,64 +234,62 @@ type Dispatcher struct {
 	quiet *logBudget
 }
 
-// New returns a dispatcher over store. cfg may be nil for the defaults.
-func New(store Store, cfg *Config) (*Dispatcher, error) {
-	if store == nil {
-		return nil, errors.New("delivery: New needs a store")
+// newDispatcher returns the loops over store, reading workspaces from
+// workspaces and handing payouts to handOff (none when nil). cfg may be nil
+// for the defaults.
+func newDispatcher(store dispatchStore, cfg *DeliveryConfig, handOff payoutHandOff, workspaces workspaceSource) (*dispatcher, error) {
+	if store == nil || workspaces == nil {
+		return nil, errors.New("payoutkit: the engine's loops need a store")
 	}
 	if cfg == nil {
-		cfg = &Config{}
+		cfg = &DeliveryConfig{}
 	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Dispatcher{
-		store: store, cfg: cfg, wake: make(chan struct{}, 1), wakeHandOffs: make(chan struct{}, 1), quiet: newLogBudget(),
+	return &dispatcher{
+		store: store, cfg: cfg, handOver: handOff, workspaces: workspaces,
+		wake: make(chan struct{}, 1), wakeHandOffs: make(chan struct{}, 1), quiet: newLogBudget(),
 		log: cfg.Logger.With("component", "delivery", "owner", cfg.Owner),
 	}, nil
 }
 
-// Owner returns the name this dispatcher takes leases under.
-func (d *Dispatcher) Owner() string { return d.cfg.Owner }
-
-// Run delivers events, and hands payouts over when Config.HandOff is set,
-// until ctx is cancelled; then it returns nil once its in-flight work has
+// run delivers events, and hands payouts over when handOver is set, until
+// ctx is cancelled; then it returns nil once its in-flight work has
 // returned. Attempts cut short by the cancellation are not recorded: their
 // outcome is unknown, so their leases simply expire and the events are sent
 // again later (receivers deduplicate by event id). Store errors are logged
-// and retried; Run does not stop for them. A dispatcher runs once at a time.
-func (d *Dispatcher) Run(ctx context.Context) error {
+// and retried; run does not stop for them. A dispatcher runs once at a time.
+func (d *dispatcher) run(ctx context.Context) error {
 	if !d.running.CompareAndSwap(false, true) {
-		return errors.New("delivery: Dispatcher is already running")
+		return errors.New("payoutkit: the engine's loops are already running")
 	}
 	defer d.running.Store(false)
 	d.log.InfoContext(ctx, "dispatcher started")
-	if wn, ok := d.store.(WorkNotifier); ok {
-		work, cancel := wn.SubscribeWork()
-		defer cancel()
-		forwarded := make(chan struct{})
-		defer func() { <-forwarded }()
-		go func() {
-			defer close(forwarded)
-			d.forwardWork(ctx, work)
-		}()
-	}
+	work, cancel := d.store.SubscribeWork()
+	defer cancel()
+	forwarded := make(chan struct{})
+	defer func() { <-forwarded }()
+	go func() {
+		defer close(forwarded)
+		d.forwardWork(ctx, work)
+	}()
 	done := make(chan struct{})
-	if d.cfg.HandOff != nil {
+	if d.handOver != nil {
 		go func() {
 			defer close(done)
-			run(ctx, d, leased[payoutkit.PayoutLease]{
+			runLeased(ctx, d, leased[PayoutLease]{
 				name: "payout hand-offs",
-				claim: func(ctx context.Context, now, until time.Time, limit int, _ []string) ([]payoutkit.PayoutLease, error) {
+				claim: func(ctx context.Context, now, until time.Time, limit int, _ []string) ([]PayoutLease, error) {
 					return d.store.ClaimPayoutHandoffs(ctx, d.cfg.Owner, now, until, limit)
 				},
-				key: func(l payoutkit.PayoutLease) string { return l.WorkspaceID + "\x00" + l.PayoutID },
-				id:  func(l payoutkit.PayoutLease) string { return l.WorkspaceID + "\x00" + l.PayoutID },
+				key: func(l PayoutLease) string { return l.WorkspaceID + "\x00" + l.PayoutID },
+				id:  func(l PayoutLease) string { return l.WorkspaceID + "\x00" + l.PayoutID },
 				// A claim made while the previous one still runs here has a
 				// newer fencing token: the running one can no longer record
 				// the hand-off, so this one runs after it.
-				newer: func(claimed, running payoutkit.PayoutLease) bool { return claimed.Token > running.Token },
+				newer: func(claimed, running PayoutLease) bool { return claimed.Token > running.Token },
 				work:  d.handOff,
 				wake:  d.wakeHandOffs,
 			})
@@ -342,13 +303,13 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		d.pruneLoop(ctx)
 	}()
 	defer func() { <-pruned }()
-	run(ctx, d, leased[claimedEvent]{
+	runLeased(ctx, d, leased[claimedEvent]{
 		name: "events",
 		claim: func(ctx context.Context, now, until time.Time, limit int, full []string) ([]claimedEvent, error) {
-			var evs []payoutkit.Event
+			var evs []Event
 			var err error
-			if fc, ok := d.store.(FairClaimer); ok && len(full) > 0 {
-				evs, err = fc.ClaimEventsExcept(ctx, d.cfg.Owner, now, until, limit, full)
+			if len(full) > 0 {
+				evs, err = d.store.ClaimEventsExcept(ctx, d.cfg.Owner, now, until, limit, full)
 			} else {
 				evs, err = d.store.ClaimEvents(ctx, d.cfg.Owner, now, until, limit)
 			}
@@ -372,7 +333,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 // pruneLoop deletes delivered events older than the retention, at once and
 // then every RetentionInterval, until ctx is cancelled.
-func (d *Dispatcher) pruneLoop(ctx context.Context) {
+func (d *dispatcher) pruneLoop(ctx context.Context) {
 	if d.cfg.Retention < 0 {
 		return
 	}
@@ -388,7 +349,7 @@ func (d *Dispatcher) pruneLoop(ctx context.Context) {
 
 // prune deletes, batch after batch, the delivered events recorded before
 // the retention; a store error waits for the next round (logged once).
-func (d *Dispatcher) prune(ctx context.Context) {
+func (d *dispatcher) prune(ctx context.Context) {
 	before := d.now().Add(-d.cfg.Retention)
 	total := 0
 	for ctx.Err() == nil {
@@ -409,11 +370,11 @@ func (d *Dispatcher) prune(ctx context.Context) {
 	}
 }
 
-// Resend makes a failed (or delivered) event of the workspace pending again,
-// due now, and has a running dispatcher claim it at once. It gets one more
-// attempt; when that fails too (after the whole schedule already ran), the
-// event is failed again. An unknown event is payoutkit.ErrNotFound.
-func (d *Dispatcher) Resend(ctx context.Context, workspaceID, eventID string) error {
+// resend makes a failed (or delivered) event of the workspace pending again,
+// due now, and has the running delivery loop claim it at once. It gets one
+// more attempt; when that fails too (after the whole schedule already ran),
+// the event is failed again. An unknown event is ErrNotFound.
+func (d *dispatcher) resend(ctx context.Context, workspaceID, eventID string) error {
 	if err := d.store.ResendEvent(ctx, workspaceID, eventID, d.now()); err != nil {
 		return err
 	}
@@ -422,11 +383,11 @@ func (d *Dispatcher) Resend(ctx context.Context, workspaceID, eventID string) er
 }
 
 // wakeDelivery has the delivery loop claim at once instead of at its next poll.
-func (d *Dispatcher) wakeDelivery() { poke(d.wake) }
+func (d *dispatcher) wakeDelivery() { poke(d.wake) }
 
 // forwardWork wakes both loops on each of the store's signals of new work,
 // until ctx is cancelled. A new payout is both: its event and its hand-off.
-func (d *Dispatcher) forwardWork(ctx context.Context, work <-chan struct{}) {
+func (d *dispatcher) forwardWork(ctx context.Context, work <-chan struct{}) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -448,27 +409,19 @@ func poke(wake chan<- struct{}) {
 }
 
 // now returns the clock's time as stores keep it: UTC, in microseconds.
-func (d *Dispatcher) now() time.Time { return d.cfg.Clock.Now().UTC().Truncate(time.Microsecond) }
+func (d *dispatcher) now() time.Time { return d.cfg.Clock.Now().UTC().Truncate(time.Microsecond) }
 
 // attemptTimeout bounds one Notify or hand-off in real time, so that the
 // work ends well within its lease.
-func (d *Dispatcher) attemptTimeout() time.Duration { return d.cfg.Lease / 2 }
+func (d *dispatcher) attemptTimeout() time.Duration { return d.cfg.Lease / 2 }
 
-// errSealedSecret is a workspace read with its secret still sealed: the
-// dispatcher reads the store directly while the engine seals secrets.
-var errSealedSecret = errors.New("delivery: the workspace's webhook secret is sealed; set Config.Workspaces to the engine that holds the sealing keys")
-
-// workspaces is where the dispatcher reads workspaces.
-func (d *Dispatcher) workspaces() WorkspaceSource {
-	if d.cfg.Workspaces != nil {
-		return d.cfg.Workspaces
-	}
-	return d.store
-}
+// errSealedSecret is a workspace read with its secret still sealed, which
+// no receiver could check a signature made with.
+var errSealedSecret = errors.New("payoutkit: the workspace's webhook secret is still sealed; the engine needs Config.SecretKeys to open it")
 
 // errNoWebhookURL is the attempt error of an event whose workspace's URL
 // was removed while the event waited for a retry.
-var errNoWebhookURL = errors.New(payoutkit.NoWebhookURLError)
+var errNoWebhookURL = errors.New(NoWebhookURLError)
 
 // maxError bounds the error text kept with an attempt.
 const maxError = 512
@@ -477,10 +430,10 @@ const maxError = 512
 // workspace without a webhook URL are stored failed and never claimed; one
 // claimed after its workspace's URL was removed fails at once, without a
 // retry (a resend sends it again).
-func (d *Dispatcher) deliver(ctx context.Context, claimed claimedEvent, _ time.Time) time.Time {
+func (d *dispatcher) deliver(ctx context.Context, claimed claimedEvent, _ time.Time) time.Time {
 	ev := claimed.Event
-	ws, err := claimed.reads.workspace(ctx, d.workspaces(), ev.WorkspaceID)
-	if err == nil && payoutkit.IsSealedSecret(ws.WebhookSecret) {
+	ws, err := claimed.reads.workspace(ctx, d.workspaces, ev.WorkspaceID)
+	if err == nil && IsSealedSecret(ws.WebhookSecret) {
 		// Signing with the sealed form would send a signature no receiver
 		// can check.
 		err = errSealedSecret
@@ -488,7 +441,7 @@ func (d *Dispatcher) deliver(ctx context.Context, claimed claimedEvent, _ time.T
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
-		case errors.Is(err, payoutkit.ErrSealKeyMissing), errors.Is(err, payoutkit.ErrSealedSecretInvalid), errors.Is(err, errSealedSecret):
+		case errors.Is(err, ErrSealKeyMissing), errors.Is(err, ErrSealedSecretInvalid), errors.Is(err, errSealedSecret):
 			// Not the receiver's fault: no attempt is recorded, and the
 			// event is tried again after its lease, once the key is there.
 			d.quiet.log(ctx, d.eventLog(ev), slog.LevelError, "seal "+ev.WorkspaceID, "cannot open the workspace's webhook secret; the event waits", "err", err)
@@ -497,8 +450,8 @@ func (d *Dispatcher) deliver(ctx context.Context, claimed claimedEvent, _ time.T
 		}
 		return time.Time{}
 	}
-	a := payoutkit.DeliveryAttempt{EventID: ev.ID, Attempt: ev.Attempts + 1, At: d.now()}
-	var res payoutkit.DeliveryResult
+	a := DeliveryAttempt{EventID: ev.ID, Attempt: ev.Attempts + 1, At: d.now()}
+	var res DeliveryResult
 	if ws.WebhookURL == "" {
 		err = errNoWebhookURL
 	} else {
@@ -514,13 +467,13 @@ func (d *Dispatcher) deliver(ctx context.Context, claimed claimedEvent, _ time.T
 		}
 	}
 	a.StatusCode, a.ResponseHead = res.StatusCode, res.ResponseHead
-	next := payoutkit.EventDelivery{State: payoutkit.DeliveryDelivered, Attempts: a.Attempt}
+	next := EventDelivery{State: DeliveryDelivered, Attempts: a.Attempt}
 	if err != nil {
 		a.Error = cleanText([]byte(err.Error()), maxError)
 		next.LastError = a.Error
-		next.State = payoutkit.DeliveryFailed
+		next.State = DeliveryFailed
 		if a.Attempt <= len(d.cfg.RetryDelays) && !errors.Is(err, errNoWebhookURL) {
-			next.State, next.NextAttemptAt = payoutkit.DeliveryPending, d.retryAt(a.Attempt)
+			next.State, next.NextAttemptAt = DeliveryPending, d.retryAt(a.Attempt)
 		}
 	}
 	// Record even when stopping: the outcome is known.
@@ -535,16 +488,16 @@ func (d *Dispatcher) deliver(ctx context.Context, claimed claimedEvent, _ time.T
 		d.cfg.ObserveAttempt(a, next)
 	}
 	switch next.State {
-	case payoutkit.DeliveryDelivered:
+	case DeliveryDelivered:
 		if d.log.Enabled(ctx, slog.LevelDebug) {
 			d.eventLog(ev).DebugContext(ctx, "webhook delivered", "attempt", a.Attempt, "status", a.StatusCode, "latency", a.Latency)
 		}
-	case payoutkit.DeliveryPending:
+	case DeliveryPending:
 		// A receiver that is down fails every event: one line per
 		// workspace and minute says so.
 		d.quiet.log(ctx, d.eventLog(ev), slog.LevelInfo, "retry "+ev.WorkspaceID, "webhook attempt failed; will retry", "attempt", a.Attempt, "status", a.StatusCode,
 			"err", a.Error, "next_attempt_at", next.NextAttemptAt)
-	case payoutkit.DeliveryFailed:
+	case DeliveryFailed:
 		if errors.Is(err, errNoWebhookURL) {
 			d.eventLog(ev).DebugContext(ctx, "webhook not sent: the workspace has no webhook URL")
 			break
@@ -557,12 +510,12 @@ func (d *Dispatcher) deliver(ctx context.Context, claimed claimedEvent, _ time.T
 // eventLog is the dispatcher's logger with ev's identity, made only for a
 // line to be written: building it for every delivery cost more than the
 // line it is for, which is written for few of them.
-func (d *Dispatcher) eventLog(ev payoutkit.Event) *slog.Logger {
+func (d *dispatcher) eventLog(ev Event) *slog.Logger {
 	return d.log.With("event_id", ev.ID, "event_type", ev.Type, "workspace_id", ev.WorkspaceID)
 }
 
 // retryAt returns when the attempt after failed attempt n is due.
-func (d *Dispatcher) retryAt(n int) time.Time {
+func (d *dispatcher) retryAt(n int) time.Time {
 	delay := d.cfg.RetryDelays[n-1]
 	if d.cfg.Jitter > 0 {
 		delay += time.Duration(rand.Int64N(int64(float64(delay)*d.cfg.Jitter) + 1))
@@ -573,12 +526,12 @@ func (d *Dispatcher) retryAt(n int) time.Time {
 // handOff gives one claimed payout to the processor. A processor that says
 // the payout is not due yet is asked again when it says, if that falls well
 // within the lease, and otherwise after the lease.
-func (d *Dispatcher) handOff(ctx context.Context, p payoutkit.PayoutLease, leaseUntil time.Time) time.Time {
+func (d *dispatcher) handOff(ctx context.Context, p PayoutLease, leaseUntil time.Time) time.Time {
 	hctx, cancel := context.WithTimeout(ctx, d.attemptTimeout())
 	defer cancel()
 	start := d.now()
-	err := d.cfg.HandOff.HandOffPayout(hctx, p)
-	if nd, ok := errors.AsType[*payoutkit.NotDueError](err); ok {
+	err := d.handOver.HandOffPayout(hctx, p)
+	if nd, ok := errors.AsType[*NotDueError](err); ok {
 		// A due time not after start comes from a clock behind ours: leave
 		// it to the lease rather than ask again and again.
 		if nd.At.After(start) && nd.At.Before(leaseUntil.Add(-d.cfg.Lease/4)) {
@@ -590,8 +543,8 @@ func (d *Dispatcher) handOff(ctx context.Context, p payoutkit.PayoutLease, lease
 	case err == nil:
 		d.log.DebugContext(ctx, "payout handed to the processor", "workspace_id", p.WorkspaceID, "payout_id", p.PayoutID)
 		d.wakeDelivery() // a processor in this process may have settled it already
-	case errors.Is(err, payoutkit.ErrNotDue) || ctx.Err() != nil:
-	case errors.Is(err, payoutkit.ErrConflict):
+	case errors.Is(err, ErrNotDue) || ctx.Err() != nil:
+	case errors.Is(err, ErrConflict):
 		// The lease ran out during the call and another claim took the
 		// payout over; it submits again with the same idempotency key
 		// and records the hand-off.

@@ -1,4 +1,4 @@
-package delivery
+package payoutkit_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 // countingWorkspaces counts the workspace reads the dispatcher makes.
 type countingWorkspaces struct {
-	WorkspaceSource
+	payoutkit.WorkspaceSource
 	reads atomic.Int64
 }
 
@@ -34,7 +34,7 @@ func TestClaimSharesWorkspaceReads(t *testing.T) {
 		e.payout(ws.ID, fmt.Sprintf("po-%d", i), "1.00")
 	}
 	src := &countingWorkspaces{WorkspaceSource: e.eng}
-	e.start(Config{Workspaces: src})
+	e.startWith(payoutkit.DeliveryConfig{}, nil, src)
 	first.waitCount(payouts + 1) // the order's event and the payouts'
 	// Every event was due when the dispatcher started: its first claim took
 	// them all, and they went out on one read.

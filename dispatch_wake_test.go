@@ -1,4 +1,4 @@
-package delivery
+package payoutkit_test
 
 import (
 	"path/filepath"
@@ -12,8 +12,8 @@ import (
 )
 
 var (
-	_ WorkNotifier = (*memstore.Store)(nil)
-	_ WorkNotifier = (*sqlstore.Store)(nil)
+	_ payoutkit.WorkNotifier = (*memstore.Store)(nil)
+	_ payoutkit.WorkNotifier = (*sqlstore.Store)(nil)
 )
 
 // Work committed while the dispatcher runs is claimed at once, without a
@@ -37,7 +37,7 @@ func TestNewWorkClaimedAtOnce(t *testing.T) {
 			e := newEnvOn(t, open(t), newFakeClock(), proc)
 			r := newReceiver(t)
 			ws := e.workspace(r)
-			d := e.start(Config{HandOff: e.eng})
+			d := e.startWith(payoutkit.DeliveryConfig{}, e.eng, nil)
 
 			o := e.fund(ws.ID, "10.00")
 			r.waitCount(1)

@@ -1,4 +1,4 @@
-package delivery
+package payoutkit
 
 import (
 	"context"
@@ -43,7 +43,7 @@ type job[T any] struct {
 	again      time.Time
 }
 
-// run claims due items and works on them, at most Concurrency at a time,
+// runLeased claims due items and works on them, at most Concurrency at a time,
 // until ctx is cancelled; then it waits for the running work to return.
 //
 // It claims only as many items as it has free workers, so that nothing it
@@ -53,7 +53,7 @@ type job[T any] struct {
 // woken. A claimed item that may not start yet (its key is busy, or its
 // tenant has its share of workers) waits in memory under its lease, briefly;
 // one whose lease runs out there is dropped, to be claimed again later.
-func run[T any](ctx context.Context, d *Dispatcher, l leased[T]) {
+func runLeased[T any](ctx context.Context, d *dispatcher, l leased[T]) {
 	var (
 		limit     = d.cfg.Concurrency
 		running   = make(map[string]job[T]) // by key

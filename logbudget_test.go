@@ -1,7 +1,8 @@
-package delivery
+package payoutkit_test
 
 import (
 	"bytes"
+	"github.com/payoutkit/payoutkit"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -12,24 +13,23 @@ import (
 
 func TestLogBudget(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	b := newLogBudget()
-	b.now = func() time.Time { return now }
-	if ok, n := b.allow("a"); !ok || n != 0 {
+	b := payoutkit.NewLogBudgetAt(func() time.Time { return now })
+	if ok, n := b.Allow("a"); !ok || n != 0 {
 		t.Fatalf("first line: %v %d", ok, n)
 	}
 	for range 5 {
-		if ok, _ := b.allow("a"); ok {
+		if ok, _ := b.Allow("a"); ok {
 			t.Fatal("a repeat within the window was allowed")
 		}
 	}
-	if ok, _ := b.allow("b"); !ok {
+	if ok, _ := b.Allow("b"); !ok {
 		t.Fatal("another kind was held back")
 	}
-	now = now.Add(logWindow)
-	if ok, n := b.allow("a"); !ok || n != 5 {
+	now = now.Add(payoutkit.LogWindow)
+	if ok, n := b.Allow("a"); !ok || n != 5 {
 		t.Fatalf("after the window: %v, %d suppressed; want true, 5", ok, n)
 	}
-	if ok, n := b.allow("b"); !ok || n != 0 {
+	if ok, n := b.Allow("b"); !ok || n != 0 {
 		t.Fatalf("b after the window: %v %d", ok, n)
 	}
 }
@@ -64,7 +64,7 @@ func TestReceiverDownLogsBoundedLines(t *testing.T) {
 		e.clock.Advance(time.Microsecond) // distinct order ids
 	}
 	var out syncWriter
-	e.start(Config{Logger: slog.New(slog.NewTextHandler(&out, nil))})
+	e.start(payoutkit.DeliveryConfig{Logger: slog.New(slog.NewTextHandler(&out, nil))})
 	r.waitCount(60)
 	for _, ev := range e.events(ws.ID) {
 		e.waitAttempts(ws.ID, ev.ID, 1)

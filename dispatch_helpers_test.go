@@ -1,4 +1,4 @@
-package delivery
+package payoutkit_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"github.com/payoutkit/payoutkit/storage/memstore"
 )
 
-// fakeClock is a Clock that moves only when told to.
+// fakeClock is a payoutkit.Clock that moves only when told to.
 type fakeClock struct {
 	mu      sync.Mutex
 	now     time.Time
@@ -129,8 +129,6 @@ func (e *env) fund(wsID, amount string) payoutkit.Order {
 	return o
 }
 
-const tronAddress = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"
-
 func (e *env) payout(wsID, id, amount string) payoutkit.Payout {
 	e.t.Helper()
 	p, _, err := e.eng.CreatePayout(e.ctx, wsID, payoutkit.CreatePayoutRequest{
@@ -205,28 +203,40 @@ func (e *env) waitDelivered(wsID string, except ...string) {
 	})
 }
 
-// dispatcher is a running Dispatcher.
+// dispatcher is a running payoutkit.Dispatcher.
 type dispatcher struct {
-	*Dispatcher
+	*payoutkit.Dispatcher
 	stop func()
 }
 
 // start runs a dispatcher on the env's store and clock until stop or the
-// end of the test. Unless cfg says otherwise it has no jitter and may reach
-// the test's receivers on 127.0.0.1.
-func (e *env) start(cfg Config) *dispatcher {
+// end of the test, handing no payouts over and reading workspaces from the
+// store. Unless cfg says otherwise it has no jitter and may reach the
+// test's receivers on 127.0.0.1.
+func (e *env) start(cfg payoutkit.DeliveryConfig) *dispatcher {
 	e.t.Helper()
+	return e.startWith(cfg, nil, nil)
+}
+
+// startWith is start with the parts the engine supplies to its own loops
+// replaced: handOff receives the payouts to hand over (none when nil), and
+// workspaces reads each event's workspace (the store when nil).
+func (e *env) startWith(cfg payoutkit.DeliveryConfig, handOff payoutkit.PayoutHandOff, workspaces payoutkit.WorkspaceSource) *dispatcher {
+	e.t.Helper()
+	if workspaces == nil {
+		workspaces = e.store
+	}
 	cfg.Clock = e.clock
 	if cfg.Jitter == 0 {
 		cfg.Jitter = -1
 	}
 	if cfg.Notifier == nil {
-		cfg.Notifier = &HTTPNotifier{AllowPrivate: true}
+		cfg.Notifier = &payoutkit.HTTPNotifier{AllowPrivate: true}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger(e.t)
 	}
-	d, err := New(e.store, &cfg)
+	d, err := payoutkit.NewDispatcher(e.store, &cfg, handOff, workspaces)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package delivery
+package payoutkit_test
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ func TestDeliverySignsWithOpenedSecret(t *testing.T) {
 		t.Fatalf("stored secret is not sealed")
 	}
 	e.fund(ws.ID, "10.00")
-	e.start(Config{Workspaces: e.eng})
+	e.startWith(payoutkit.DeliveryConfig{}, nil, e.eng)
 	e.waitDelivered(ws.ID)
 	reqs := r.requests()
 	if len(reqs) != 1 || !reqs[0].SigOK {
@@ -62,9 +62,9 @@ func TestDeliveryNeverSignsSealedSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, src := range []WorkspaceSource{nil, keyless} {
+	for _, src := range []payoutkit.WorkspaceSource{nil, keyless} {
 		var logs lockedBuffer
-		d := e.start(Config{Workspaces: src, Lease: time.Minute, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		d := e.startWith(payoutkit.DeliveryConfig{Lease: time.Minute, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, nil, src)
 		waitFor(t, "the sealed secret refused", func() bool {
 			return strings.Contains(logs.String(), "cannot open the workspace's webhook secret")
 		})
@@ -83,7 +83,7 @@ func TestDeliveryNeverSignsSealedSecret(t *testing.T) {
 		e.clock.Advance(2 * time.Minute) // the lease expires
 	}
 	// With the key, the waiting event goes out, correctly signed.
-	e.start(Config{Workspaces: e.eng})
+	e.startWith(payoutkit.DeliveryConfig{}, nil, e.eng)
 	e.waitDelivered(ws.ID)
 	if reqs := r.requests(); len(reqs) != 1 || !reqs[0].SigOK {
 		t.Fatalf("requests %+v", reqs)

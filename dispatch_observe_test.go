@@ -1,4 +1,4 @@
-package delivery
+package payoutkit_test
 
 import (
 	"net/http"
@@ -23,7 +23,7 @@ func TestObserveAttempt(t *testing.T) {
 	ws := e.workspace(r)
 	e.fund(ws.ID, "10.00")
 	ev := e.events(ws.ID)[0]
-	e.start(Config{
+	e.start(payoutkit.DeliveryConfig{
 		RetryDelays: []time.Duration{time.Second}, // two attempts in all
 		ObserveAttempt: func(a payoutkit.DeliveryAttempt, next payoutkit.EventDelivery) {
 			if a.EventID == "" || next.Attempts != a.Attempt {

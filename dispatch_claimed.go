@@ -1,16 +1,14 @@
-package delivery
+package payoutkit
 
 import (
 	"context"
 	"sync"
-
-	"github.com/payoutkit/payoutkit"
 )
 
 // claimedEvent is an event as the delivery loop works on it: with the
 // workspace reads it shares with the other events of its claim.
 type claimedEvent struct {
-	payoutkit.Event
+	Event
 	reads *claimReads
 }
 
@@ -28,12 +26,12 @@ type claimReads struct {
 // it while the others of the claim wait for it.
 type workspaceRead struct {
 	once sync.Once
-	ws   payoutkit.Workspace
+	ws   Workspace
 	err  error
 }
 
 // withReads wraps the events of one claim so that they share reads.
-func withReads(evs []payoutkit.Event) []claimedEvent {
+func withReads(evs []Event) []claimedEvent {
 	if len(evs) == 0 {
 		return nil
 	}
@@ -47,7 +45,7 @@ func withReads(evs []payoutkit.Event) []claimedEvent {
 
 // workspace returns workspace id as src gave it to the first event of the
 // claim that asked, error included.
-func (c *claimReads) workspace(ctx context.Context, src WorkspaceSource, id string) (payoutkit.Workspace, error) {
+func (c *claimReads) workspace(ctx context.Context, src workspaceSource, id string) (Workspace, error) {
 	c.mu.Lock()
 	r := c.byID[id]
 	if r == nil {

@@ -1,4 +1,4 @@
-package delivery
+package payoutkit_test
 
 import (
 	"errors"
@@ -34,7 +34,7 @@ func testEvent() payoutkit.Event {
 }
 
 func TestNotifierAcknowledgement(t *testing.T) {
-	n := &HTTPNotifier{AllowPrivate: true}
+	n := &payoutkit.HTTPNotifier{AllowPrivate: true}
 	for _, c := range []struct {
 		status int
 		body   string
@@ -49,7 +49,7 @@ func TestNotifierAcknowledgement(t *testing.T) {
 		{200, `"success"`, false},
 		{200, "", false},
 		{204, "", false},
-		{200, "success" + strings.Repeat(" ", maxAnswer), false}, // longer than we read
+		{200, "success" + strings.Repeat(" ", payoutkit.MaxAnswer), false}, // longer than we read
 		{500, "success", false},
 		{404, "success", false},
 		{301, "success", false},
@@ -76,7 +76,7 @@ func TestNotifierRequest(t *testing.T) {
 	ev := testEvent()
 	ev.Body = []byte("{\"id\":\"evt_1\",  \"data\": {\"x\": \"\u00e9\"}}\n") // sent as is, not re-encoded
 	ws := payoutkit.Workspace{WebhookURL: srv.URL + "/hooks?a=1", WebhookSecret: "whsec_abc"}
-	res, err := (&HTTPNotifier{AllowPrivate: true}).Notify(t.Context(), ws, ev)
+	res, err := (&payoutkit.HTTPNotifier{AllowPrivate: true}).Notify(t.Context(), ws, ev)
 	if err != nil || res.StatusCode != 200 || res.ResponseHead != "success" {
 		t.Fatalf("Notify = %+v, %v", res, err)
 	}
@@ -101,11 +101,11 @@ func TestNotifierRefusesPrivateDestinations(t *testing.T) {
 	ws := payoutkit.Workspace{WebhookURL: srv.URL, WebhookSecret: "whsec_x"}
 	localhost := payoutkit.Workspace{WebhookURL: strings.Replace(srv.URL, "127.0.0.1", "localhost", 1), WebhookSecret: "whsec_x"}
 
-	guarded := &HTTPNotifier{}
+	guarded := &payoutkit.HTTPNotifier{}
 	for _, w := range []payoutkit.Workspace{ws, localhost} {
 		res, err := guarded.Notify(t.Context(), w, testEvent())
-		if !errors.Is(err, ErrForbiddenDestination) || res.StatusCode != 0 {
-			t.Errorf("%s: Notify = %+v, %v; want ErrForbiddenDestination", w.WebhookURL, res, err)
+		if !errors.Is(err, payoutkit.ErrForbiddenDestination) || res.StatusCode != 0 {
+			t.Errorf("%s: Notify = %+v, %v; want payoutkit.ErrForbiddenDestination", w.WebhookURL, res, err)
 		}
 		if err != nil && !strings.Contains(err.Error(), "loopback") {
 			t.Errorf("error %q does not say why", err)
@@ -114,7 +114,7 @@ func TestNotifierRefusesPrivateDestinations(t *testing.T) {
 	if hits.Load() != 0 {
 		t.Fatalf("the guarded notifier reached the server %d times", hits.Load())
 	}
-	open := &HTTPNotifier{AllowPrivate: true}
+	open := &payoutkit.HTTPNotifier{AllowPrivate: true}
 	for _, w := range []payoutkit.Workspace{ws, localhost} {
 		if _, err := open.Notify(t.Context(), w, testEvent()); err != nil {
 			t.Errorf("%s with AllowPrivate: %v", w.WebhookURL, err)
@@ -126,7 +126,7 @@ func TestNotifierRefusesPrivateDestinations(t *testing.T) {
 	r := newReceiver(t)
 	wsp := e.workspace(r)
 	e.fund(wsp.ID, "1.00")
-	e.start(Config{Notifier: &HTTPNotifier{}})
+	e.start(payoutkit.DeliveryConfig{Notifier: &payoutkit.HTTPNotifier{}})
 	a := e.waitAttempts(wsp.ID, e.events(wsp.ID)[0].ID, 1)
 	if !strings.Contains(a[0].Error, "not allowed") || a[0].StatusCode != 0 || r.count() != 0 {
 		t.Fatalf("attempt %+v, %d requests", a[0], r.count())
@@ -163,8 +163,8 @@ func TestNonPublic(t *testing.T) {
 		"64:ff9b::808:808":     "",
 		"172.32.0.1":           "",
 	} {
-		if got := nonPublic(netip.MustParseAddr(addr)); got != want {
-			t.Errorf("nonPublic(%s) = %q; want %q", addr, got, want)
+		if got := payoutkit.NonPublic(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("payoutkit.NonPublic(%s) = %q; want %q", addr, got, want)
 		}
 	}
 }
@@ -178,14 +178,14 @@ func TestNeverAllowed(t *testing.T) {
 		"169.254.169.254": true, "169.254.0.1": true, "fe80::1": true, "fd00:ec2::254": true,
 		"100.100.100.200": true, "168.63.129.16": true, "0.0.0.0": true, "::ffff:169.254.169.254": true, "224.0.0.1": true,
 	} {
-		err := refuseNeverAllowed(t.Context(), "tcp", net.JoinHostPort(addr, "80"), nil)
-		if refused != errors.Is(err, ErrForbiddenDestination) {
+		err := payoutkit.RefuseNeverAllowed(t.Context(), "tcp", net.JoinHostPort(addr, "80"), nil)
+		if refused != errors.Is(err, payoutkit.ErrForbiddenDestination) {
 			t.Errorf("%s: %v; refused %v", addr, err, refused)
 		}
 	}
 	ws := payoutkit.Workspace{WebhookURL: "http://169.254.169.254/latest/meta-data/", WebhookSecret: "whsec_x"}
-	if _, err := (&HTTPNotifier{AllowPrivate: true}).Notify(t.Context(), ws, testEvent()); !errors.Is(err, ErrForbiddenDestination) {
-		t.Fatalf("Notify to the metadata service with AllowPrivate: %v; want ErrForbiddenDestination", err)
+	if _, err := (&payoutkit.HTTPNotifier{AllowPrivate: true}).Notify(t.Context(), ws, testEvent()); !errors.Is(err, payoutkit.ErrForbiddenDestination) {
+		t.Fatalf("Notify to the metadata service with AllowPrivate: %v; want payoutkit.ErrForbiddenDestination", err)
 	}
 }
 
@@ -195,7 +195,7 @@ func TestNotifierDoesNotFollowRedirects(t *testing.T) {
 		http.Redirect(w, r, target.URL, http.StatusTemporaryRedirect)
 	}))
 	defer srv.Close()
-	res, err := (&HTTPNotifier{AllowPrivate: true}).Notify(t.Context(), payoutkit.Workspace{WebhookURL: srv.URL}, testEvent())
+	res, err := (&payoutkit.HTTPNotifier{AllowPrivate: true}).Notify(t.Context(), payoutkit.Workspace{WebhookURL: srv.URL}, testEvent())
 	if err == nil || res.StatusCode != http.StatusTemporaryRedirect {
 		t.Fatalf("Notify = %+v, %v; want a failed 307", res, err)
 	}
@@ -214,18 +214,18 @@ func TestNotifierTimeout(t *testing.T) {
 	}))
 	defer srv.Close()
 	start := time.Now()
-	_, err := (&HTTPNotifier{AllowPrivate: true, Timeout: 50 * time.Millisecond}).Notify(t.Context(), payoutkit.Workspace{WebhookURL: srv.URL}, testEvent())
+	_, err := (&payoutkit.HTTPNotifier{AllowPrivate: true, Timeout: 50 * time.Millisecond}).Notify(t.Context(), payoutkit.Workspace{WebhookURL: srv.URL}, testEvent())
 	if err == nil || !strings.Contains(err.Error(), "no answer within 50ms") || time.Since(start) > 2*time.Second {
 		t.Fatalf("err = %v after %s", err, time.Since(start))
 	}
-	if (&HTTPNotifier{}).timeout() != 10*time.Second {
+	if payoutkit.NotifierTimeout(&payoutkit.HTTPNotifier{}) != 10*time.Second {
 		t.Error("default timeout is not 10 s")
 	}
 }
 
 func TestNotifierRefusesOtherSchemes(t *testing.T) {
 	for _, u := range []string{"ftp://example.com/x", "file:///etc/passwd", "example.com/hook", "http://", "gopher://example.com"} {
-		if _, err := (&HTTPNotifier{AllowPrivate: true}).Notify(t.Context(), payoutkit.Workspace{WebhookURL: u}, testEvent()); err == nil {
+		if _, err := (&payoutkit.HTTPNotifier{AllowPrivate: true}).Notify(t.Context(), payoutkit.Workspace{WebhookURL: u}, testEvent()); err == nil {
 			t.Errorf("%s accepted", u)
 		}
 	}
@@ -238,13 +238,13 @@ func TestResponseHead(t *testing.T) {
 		{"bad \xff\xfe bytes", "bad \uFFFD bytes"},
 		{strings.Repeat("x", 255) + "é", strings.Repeat("x", 255)}, // never half a character
 	} {
-		got := cleanText([]byte(c.in), maxHead)
-		if got != c.want || !utf8.ValidString(got) || len(got) > maxHead {
-			t.Errorf("cleanText(%q) = %q; want %q", c.in, got, c.want)
+		got := payoutkit.CleanText([]byte(c.in), payoutkit.MaxHead)
+		if got != c.want || !utf8.ValidString(got) || len(got) > payoutkit.MaxHead {
+			t.Errorf("payoutkit.CleanText(%q) = %q; want %q", c.in, got, c.want)
 		}
 	}
 	srv, _ := answering(t, 500, strings.Repeat("e", 5000))
-	res, _ := (&HTTPNotifier{AllowPrivate: true}).Notify(t.Context(), payoutkit.Workspace{WebhookURL: srv.URL}, testEvent())
+	res, _ := (&payoutkit.HTTPNotifier{AllowPrivate: true}).Notify(t.Context(), payoutkit.Workspace{WebhookURL: srv.URL}, testEvent())
 	if res.ResponseHead != strings.Repeat("e", 256) {
 		t.Errorf("response head of %d bytes", len(res.ResponseHead))
 	}

@@ -1,4 +1,4 @@
-package delivery
+package payoutkit_test
 
 import (
 	"context"
@@ -57,13 +57,12 @@ func TestTwoDispatchersOnPostgres(t *testing.T) {
 	for i := range 2 {
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
-		d, err := New(stores[i], &Config{
+		d, err := payoutkit.NewDispatcher(stores[i], &payoutkit.DeliveryConfig{
 			Owner:        fmt.Sprintf("instance-%d", i),
-			HandOff:      engines[i],
-			Notifier:     &countingNotifier{Notifier: &HTTPNotifier{AllowPrivate: true}, n: &sent[i]},
+			Notifier:     &countingNotifier{Notifier: &payoutkit.HTTPNotifier{AllowPrivate: true}, n: &sent[i]},
 			PollInterval: 20 * time.Millisecond,
 			Logger:       testLogger(t),
-		})
+		}, engines[i], stores[i])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +242,7 @@ func TestScheduleOnSQLite(t *testing.T) {
 	ws := e.workspace(r)
 	e.fund(ws.ID, "10.00")
 	ev := e.events(ws.ID)[0]
-	a := e.start(Config{Owner: "A"})
+	a := e.start(payoutkit.DeliveryConfig{Owner: "A"})
 	want := schedule()
 	for n, offset := range want[:5] {
 		e.clock.Set(t0.Add(offset))
@@ -254,7 +253,7 @@ func TestScheduleOnSQLite(t *testing.T) {
 	}
 	a.stop()
 	fail.Store(false)
-	e.start(Config{Owner: "B"})
+	e.start(payoutkit.DeliveryConfig{Owner: "B"})
 	e.clock.Set(t0.Add(want[5]))
 	got := e.waitAttempts(ws.ID, ev.ID, 6)
 	if !got[5].At.Equal(t0.Add(want[5])) || got[5].StatusCode != 200 {

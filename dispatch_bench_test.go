@@ -1,4 +1,4 @@
-package delivery
+package payoutkit_test
 
 import (
 	"context"
@@ -73,10 +73,10 @@ func BenchmarkDispatch(b *testing.B) {
 	}
 
 	b.ResetTimer()
-	d, err := New(s, &Config{
-		HandOff: eng, Workspaces: eng, Notifier: &HTTPNotifier{AllowPrivate: true},
+	d, err := payoutkit.NewDispatcher(s, &payoutkit.DeliveryConfig{
+		Notifier:     &payoutkit.HTTPNotifier{AllowPrivate: true},
 		PollInterval: 10 * time.Millisecond, Logger: quiet,
-	})
+	}, eng, eng)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package delivery
+package payoutkit_test
 
 import (
 	"context"
@@ -73,7 +73,7 @@ func TestHandOff(t *testing.T) {
 	if n := len(proc.counts()); n != 0 {
 		t.Fatalf("the engine called the processor inline: %v", proc.counts())
 	}
-	e.start(Config{HandOff: e.eng})
+	e.startWith(payoutkit.DeliveryConfig{}, e.eng, nil)
 	waitFor(t, "first hand-offs", func() bool { return proc.count("po-1") == 1 && proc.count("po-2") == 1 })
 
 	// A new payout is handed over at once: the store says it has new work.
@@ -108,7 +108,7 @@ func TestHandOffPayoutSkipsSettled(t *testing.T) {
 
 // countingHandOff counts hand-off calls through to the engine.
 type countingHandOff struct {
-	PayoutHandOff
+	payoutkit.PayoutHandOff
 	mu    sync.Mutex
 	calls int
 }
@@ -137,7 +137,7 @@ func TestSandboxSettleAfterSurvivesRestart(t *testing.T) {
 	e.payout(ws.ID, "po-1", "4.00")
 
 	h := &countingHandOff{PayoutHandOff: e.eng}
-	a := e.start(Config{Owner: "A", HandOff: h})
+	a := e.startWith(payoutkit.DeliveryConfig{Owner: "A"}, h, nil)
 	waitFor(t, "A's hand-off", func() bool { return h.count() == 1 })
 	a.stop()
 	if p, _ := e.eng.Payout(e.ctx, ws.ID, "po-1"); p.Status != payoutkit.PayoutSubmitted {
@@ -146,7 +146,7 @@ func TestSandboxSettleAfterSurvivesRestart(t *testing.T) {
 
 	// A new process, two minutes later.
 	e.clock.Set(t0.Add(2 * time.Minute))
-	e.start(Config{Owner: "B", HandOff: e.eng})
+	e.startWith(payoutkit.DeliveryConfig{Owner: "B"}, e.eng, nil)
 	var p payoutkit.Payout
 	for step := 0; p.Status != payoutkit.PayoutCompleted; step++ {
 		if step == 20 {
@@ -179,7 +179,7 @@ func TestSandboxSettlesOnTimeWithinLease(t *testing.T) {
 	e.fund(ws.ID, "10.00")
 	e.payout(ws.ID, "po-1", "4.00")
 	h := &countingHandOff{PayoutHandOff: e.eng}
-	e.start(Config{HandOff: h})
+	e.startWith(payoutkit.DeliveryConfig{}, h, nil)
 	waitFor(t, "first hand-off", func() bool { return h.count() == 1 })
 	e.clock.Set(t0.Add(10 * time.Second))
 	waitFor(t, "settled", func() bool {
@@ -200,7 +200,7 @@ func TestSandboxWithoutSettleAfterWaitsForHand(t *testing.T) {
 	e.fund(ws.ID, "10.00")
 	e.payout(ws.ID, "po-1", "4.00")
 	h := &countingHandOff{PayoutHandOff: e.eng}
-	e.start(Config{HandOff: h})
+	e.startWith(payoutkit.DeliveryConfig{}, h, nil)
 	waitFor(t, "hand-off", func() bool { return h.count() == 1 })
 	e.clock.Advance(time.Hour)
 	time.Sleep(10 * time.Millisecond)
@@ -236,7 +236,7 @@ func (p *slowProcessor) calls() []string {
 
 // resultHandOff records the result of every hand-off call.
 type resultHandOff struct {
-	PayoutHandOff
+	payoutkit.PayoutHandOff
 	mu   sync.Mutex
 	errs []error
 }
@@ -267,9 +267,9 @@ func TestSlowSubmitFencedHandOff(t *testing.T) {
 	e.fund(ws.ID, "10.00")
 	e.payout(ws.ID, "po-1", "1.00")
 	h := &resultHandOff{PayoutHandOff: e.eng}
-	e.start(Config{Owner: "A", HandOff: h})
+	e.startWith(payoutkit.DeliveryConfig{Owner: "A"}, h, nil)
 	waitFor(t, "A's slow Submit", func() bool { return len(proc.calls()) == 1 })
-	e.start(Config{Owner: "B", HandOff: h})
+	e.startWith(payoutkit.DeliveryConfig{Owner: "B"}, h, nil)
 
 	// A's lease (1 min) runs out while its Submit still runs.
 	waitFor(t, "the payout claimed again", func() bool {

@@ -1,4 +1,4 @@
-package delivery
+package payoutkit
 
 import (
 	"bytes"
@@ -16,8 +16,6 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
-
-	"github.com/payoutkit/payoutkit"
 )
 
 // DefaultTimeout bounds one webhook delivery (contract §5).
@@ -37,9 +35,9 @@ const (
 // unless AllowPrivate is set.
 var ErrForbiddenDestination = errors.New("destination address not allowed")
 
-// HTTPNotifier is the default payoutkit.Notifier. It POSTs an event's stored
+// HTTPNotifier is the default Notifier. It POSTs an event's stored
 // body, byte for byte, to the workspace's webhook URL with the headers
-// Content-Type: application/json, X-Signature (payoutkit.Sign of the body
+// Content-Type: application/json, X-Signature (Sign of the body
 // with the workspace's secret), X-Event-Id and X-Event-Type. The delivery
 // succeeds only when the receiver answers 2xx with the body "success",
 // blanks around it ignored.
@@ -70,7 +68,7 @@ type HTTPNotifier struct {
 	client *http.Client
 }
 
-var _ payoutkit.Notifier = (*HTTPNotifier)(nil)
+var _ Notifier = (*HTTPNotifier)(nil)
 
 func (n *HTTPNotifier) timeout() time.Duration {
 	if n.Timeout > 0 {
@@ -93,7 +91,7 @@ func (n *HTTPNotifier) httpClient() *http.Client {
 				DialContext:       dialer.DialContext,
 				ForceAttemptHTTP2: true,
 				MaxIdleConns:      512,
-				// A receiver may take up to Config.MaxPerWorkspace
+				// A receiver may take up to DeliveryConfig.MaxPerWorkspace
 				// deliveries at once (128 by default): keep as many
 				// connections to it alive, so that a busy outbox does not
 				// open one per event.
@@ -109,9 +107,9 @@ func (n *HTTPNotifier) httpClient() *http.Client {
 	return n.client
 }
 
-// Notify implements payoutkit.Notifier.
-func (n *HTTPNotifier) Notify(ctx context.Context, ws payoutkit.Workspace, ev payoutkit.Event) (payoutkit.DeliveryResult, error) {
-	var res payoutkit.DeliveryResult
+// Notify implements Notifier.
+func (n *HTTPNotifier) Notify(ctx context.Context, ws Workspace, ev Event) (DeliveryResult, error) {
+	var res DeliveryResult
 	u, err := url.Parse(ws.WebhookURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return res, errors.New("webhook URL is not an absolute http or https URL")
@@ -122,16 +120,16 @@ func (n *HTTPNotifier) Notify(ctx context.Context, ws payoutkit.Workspace, ev pa
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
-	req.Header.Set(payoutkit.HeaderSignature, payoutkit.Sign(ws.WebhookSecret, ev.Body))
-	req.Header.Set(payoutkit.HeaderEventID, ev.ID)
-	req.Header.Set(payoutkit.HeaderEventType, string(ev.Type))
+	req.Header.Set(HeaderSignature, Sign(ws.WebhookSecret, ev.Body))
+	req.Header.Set(HeaderEventID, ev.ID)
+	req.Header.Set(HeaderEventType, string(ev.Type))
 	resp, err := n.httpClient().Do(req)
 	if err != nil {
 		return res, n.describe(err)
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
-	res = payoutkit.DeliveryResult{StatusCode: resp.StatusCode, ResponseHead: cleanText(answer, maxHead)}
+	res = DeliveryResult{StatusCode: resp.StatusCode, ResponseHead: cleanText(answer, maxHead)}
 	switch {
 	case err != nil:
 		return res, fmt.Errorf("reading the answer: %w", n.describe(err))

@@ -1,4 +1,4 @@
-package delivery
+package payoutkit
 
 import (
 	"context"
@@ -13,7 +13,7 @@ const logWindow = time.Minute
 // logBudget keeps repeated log lines bounded: a receiver down for a day, or
 // a database that is away, logs one line per kind and window, and the next
 // line says how many it stands for. Windows are in real time, not the
-// dispatcher's Clock.
+// loops' Clock.
 type logBudget struct {
 	mu   sync.Mutex
 	now  func() time.Time

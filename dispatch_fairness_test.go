@@ -1,4 +1,4 @@
-package delivery
+package payoutkit_test
 
 import (
 	"fmt"
@@ -35,7 +35,7 @@ func TestBacklogDoesNotDelayOtherWorkspaces(t *testing.T) {
 			for i := range 300 {
 				e.payout(wsA.ID, fmt.Sprint("a-", i), "1.00")
 			}
-			e.start(Config{Concurrency: 4}) // two workers per workspace
+			e.start(payoutkit.DeliveryConfig{Concurrency: 4}) // two workers per workspace
 			hanging.waitCount(2)
 
 			start := time.Now()
@@ -62,8 +62,8 @@ func TestBacklogDoesNotDelayOtherWorkspaces(t *testing.T) {
 	}
 }
 
-// The module's stores claim fairly.
+// The module's stores are Stores, and so claim fairly (ClaimEventsExcept).
 var (
-	_ FairClaimer = (*memstore.Store)(nil)
-	_ FairClaimer = (*sqlstore.Store)(nil)
+	_ payoutkit.Store = (*memstore.Store)(nil)
+	_ payoutkit.Store = (*sqlstore.Store)(nil)
 )

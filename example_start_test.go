@@ -1,4 +1,4 @@
-package delivery_test
+package payoutkit_test
 
 import (
 	"context"
@@ -11,13 +11,13 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/payoutkit/payoutkit"
-	"github.com/payoutkit/payoutkit/delivery"
 	"github.com/payoutkit/payoutkit/storage/memstore"
 )
 
-// A dispatcher beside an engine: it sends each event to the workspace's
-// receiver and hands each payout to the engine's processor.
-func Example() {
+// An engine that runs its own loops: Start sends each event to the
+// workspace's receiver and hands each payout to the engine's processor,
+// until Stop.
+func ExampleEngine_Start() {
 	received := make(chan payoutkit.EventType, 10)
 	var secret string
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -32,33 +32,28 @@ func Example() {
 	defer receiver.Close()
 
 	ctx := context.Background()
-	store := memstore.New()
-	engine, _ := payoutkit.New(store, &payoutkit.Config{
+	engine, err := payoutkit.New(memstore.New(), &payoutkit.Config{
 		Processor:    &payoutkit.SandboxProcessor{}, // a real rail in production
 		PasswordCost: bcrypt.MinCost,
-	})
-	ws, _ := engine.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Acme", WebhookURL: receiver.URL})
-	secret = ws.Workspace.WebhookSecret
-
-	dispatcher, err := delivery.New(store, &delivery.Config{
-		HandOff: engine,
+		Logger:       slog.New(slog.DiscardHandler),
 		// The receiver listens on 127.0.0.1, which is refused by default.
-		Notifier: &delivery.HTTPNotifier{AllowPrivate: true},
-		Logger:   slog.New(slog.DiscardHandler),
+		Delivery: payoutkit.DeliveryConfig{Notifier: &payoutkit.HTTPNotifier{AllowPrivate: true}},
 	})
 	if err != nil {
 		panic(err)
 	}
+	if err := engine.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer engine.Stop(ctx)
+
+	ws, _ := engine.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Acme", WebhookURL: receiver.URL})
+	secret = ws.Workspace.WebhookSecret
 	engine.CreateOrder(ctx, ws.Workspace.ID, payoutkit.CreateOrderRequest{OrderID: "order-1", Amount: "25.00"})
 	engine.MarkOrderPaid(ctx, ws.Workspace.ID, "order-1") // records order.paid in the outbox
-
-	runCtx, stop := context.WithCancel(ctx)
-	stopped := make(chan error)
-	go func() { stopped <- dispatcher.Run(runCtx) }()
 	fmt.Println(<-received)
 
-	stop()
-	fmt.Println(<-stopped)
+	fmt.Println(engine.Stop(ctx))
 	// Output:
 	// order.paid
 	// <nil>

@@ -1,4 +1,4 @@
-package delivery
+package payoutkit_test
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ func TestDeliversSignedEvents(t *testing.T) {
 	if _, err := e.eng.FailPayout(e.ctx, ws.ID, "po-2", "address rejected"); err != nil {
 		t.Fatal(err)
 	}
-	e.start(Config{})
+	e.start(payoutkit.DeliveryConfig{})
 	r.waitCount(5)
 
 	stored := map[string]payoutkit.Event{}
@@ -138,7 +138,7 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 // schedule is the contract's attempt times, as offsets from the first.
 func schedule() []time.Duration {
 	out := []time.Duration{0}
-	for _, d := range RetryDelays() {
+	for _, d := range payoutkit.RetryDelays() {
 		out = append(out, out[len(out)-1]+d)
 	}
 	return out
@@ -181,7 +181,7 @@ func TestRetrySchedule(t *testing.T) {
 			}
 			e.fund(ws.ID, "10.00")
 			ev := e.events(ws.ID)[0]
-			d := e.start(Config{Notifier: &HTTPNotifier{AllowPrivate: true, Timeout: c.timeout}})
+			d := e.start(payoutkit.DeliveryConfig{Notifier: &payoutkit.HTTPNotifier{AllowPrivate: true, Timeout: c.timeout}})
 
 			want := schedule()
 			var attempts []payoutkit.DeliveryAttempt
@@ -278,7 +278,7 @@ func TestJitterOnlyDelays(t *testing.T) {
 	ws := e.workspace(r)
 	e.fund(ws.ID, "1.00")
 	ev := e.events(ws.ID)[0]
-	e.start(Config{Jitter: 0.5})
+	e.start(payoutkit.DeliveryConfig{Jitter: 0.5})
 	e.waitAttempts(ws.ID, ev.ID, 1)
 	got, _ := e.store.Event(e.ctx, ws.ID, ev.ID)
 	if next := got.NextAttemptAt.Sub(t0); next < 10*time.Second || next > 15*time.Second {
@@ -297,7 +297,7 @@ func TestNoWebhookURL(t *testing.T) {
 	if old.State != payoutkit.DeliveryFailed || old.LastError != payoutkit.NoWebhookURLError {
 		t.Fatalf("event without a URL: %+v", old.EventDelivery)
 	}
-	e.start(Config{})
+	e.start(payoutkit.DeliveryConfig{})
 	r := newReceiver(t)
 	r.setSecret(ws.WebhookSecret)
 	if _, err := e.eng.SetWebhookURL(e.ctx, ws.ID, r.srv.URL); err != nil {
@@ -380,7 +380,7 @@ func TestFailingPayoutHoldsBackOnlyItself(t *testing.T) {
 			e.complete(ws, id)
 		}
 	}
-	e.start(Config{})
+	e.start(payoutkit.DeliveryConfig{})
 	// Everything but po-1's events in ws1 goes out at once; ws2's po-1 too.
 	sub := e.event(ws1.ID, payoutkit.EventPayoutSubmitted, "payout:po-1")
 	done := e.event(ws1.ID, payoutkit.EventPayoutCompleted, "payout:po-1")
@@ -439,7 +439,7 @@ func TestGivingUpReleasesTheNextEvent(t *testing.T) {
 	e.complete(ws.ID, "po-1")
 	sub := e.event(ws.ID, payoutkit.EventPayoutSubmitted, "payout:po-1")
 	done := e.event(ws.ID, payoutkit.EventPayoutCompleted, "payout:po-1")
-	e.start(Config{})
+	e.start(payoutkit.DeliveryConfig{})
 	for n, offset := range schedule() {
 		e.clock.Set(t0.Add(offset))
 		e.waitAttempts(ws.ID, sub.ID, n+1)
@@ -468,7 +468,7 @@ func TestRestartDeliversEverything(t *testing.T) {
 		e.payout(ws.ID, id, "1.00")
 		e.complete(ws.ID, id)
 	}
-	a := e.start(Config{Owner: "A"})
+	a := e.start(payoutkit.DeliveryConfig{Owner: "A"})
 	r.waitCount(7) // order.paid, three submissions, three completions in flight
 	var completions []string
 	for _, ev := range e.events(ws.ID) {
@@ -486,7 +486,7 @@ func TestRestartDeliversEverything(t *testing.T) {
 	}
 
 	hang.Store(false)
-	b := e.start(Config{Owner: "B"})
+	b := e.start(payoutkit.DeliveryConfig{Owner: "B"})
 	time.Sleep(20 * time.Millisecond) // B polls, but A's leases still hold
 	if r.count() != 7 {
 		t.Fatalf("B delivered before A's leases expired: %d requests", r.count())
@@ -540,7 +540,7 @@ func TestConcurrencyBoundsSlowReceivers(t *testing.T) {
 		e.payout(wsSlow.ID, id, "1.00")
 	}
 	e.fund(wsFast.ID, "10.00")
-	e.start(Config{Concurrency: 3, MaxPerWorkspace: 3})
+	e.start(payoutkit.DeliveryConfig{Concurrency: 3, MaxPerWorkspace: 3})
 	slow.waitCount(3) // three workers stuck on the slow receiver
 	time.Sleep(20 * time.Millisecond)
 	if n := slow.count(); n != 3 {
@@ -569,7 +569,7 @@ func TestHangingReceiverLeavesWorkersToOthers(t *testing.T) {
 	wsFast := e.workspace(fast)
 	e.fund(wsFast.ID, "10.00")
 	e.payout(wsFast.ID, "a", "1.00")
-	e.start(Config{Concurrency: 4}) // two per workspace
+	e.start(payoutkit.DeliveryConfig{Concurrency: 4}) // two per workspace
 	e.waitDelivered(wsFast.ID)
 	hanging.waitCount(2)
 	time.Sleep(20 * time.Millisecond)
@@ -580,38 +580,42 @@ func TestHangingReceiverLeavesWorkersToOthers(t *testing.T) {
 
 func TestConfig(t *testing.T) {
 	store := memstore.New()
-	d1, err := New(store, nil)
+	d1, err := payoutkit.NewDispatcher(store, nil, nil, store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d2, _ := New(store, nil)
+	d2, _ := payoutkit.NewDispatcher(store, nil, nil, store)
 	if d1.Owner() == "" || d1.Owner() == d2.Owner() {
 		t.Errorf("owners %q and %q", d1.Owner(), d2.Owner())
 	}
-	if c := d1.cfg; c.Lease != time.Minute || c.PollInterval != time.Second || c.Concurrency != 256 || c.MaxPerWorkspace != 128 || c.BatchSize != 100 ||
-		c.Jitter != 0.1 || len(c.RetryDelays) != 8 || c.Notifier.(*HTTPNotifier).AllowPrivate {
+	if c := d1.Config(); c.Lease != time.Minute || c.PollInterval != time.Second || c.Concurrency != 256 || c.MaxPerWorkspace != 128 || c.BatchSize != 100 ||
+		c.Jitter != 0.1 || len(c.RetryDelays) != 8 || c.Notifier.(*payoutkit.HTTPNotifier).AllowPrivate {
 		t.Errorf("defaults %+v", c)
 	}
-	for _, bad := range []Config{
+	for _, bad := range []payoutkit.DeliveryConfig{
 		{Lease: 15 * time.Second}, // under twice the 10 s timeout
 		{Concurrency: -1},
 		{MaxPerWorkspace: -1},
 		{RetryDelays: []time.Duration{0}},
 		{Jitter: 2},
 	} {
-		if _, err := New(store, &bad); err == nil {
-			t.Errorf("New accepted %+v", bad)
+		if _, err := payoutkit.NewDispatcher(store, &bad, nil, store); err == nil {
+			t.Errorf("NewDispatcher accepted %+v", bad)
+		}
+		// The engine refuses it too, in New rather than at Start.
+		if _, err := payoutkit.New(store, &payoutkit.Config{Delivery: bad}); err == nil {
+			t.Errorf("payoutkit.New accepted Delivery %+v", bad)
 		}
 	}
-	if _, err := New(nil, nil); err == nil {
-		t.Error("New accepted a nil store")
+	if _, err := payoutkit.NewDispatcher(nil, nil, nil, nil); err == nil {
+		t.Error("NewDispatcher accepted a nil store")
 	}
 }
 
 func TestRunTwice(t *testing.T) {
 	e := newEnv(t, nil)
-	d := e.start(Config{})
-	waitFor(t, "running", d.running.Load)
+	d := e.start(payoutkit.DeliveryConfig{})
+	waitFor(t, "running", d.Running)
 	if err := d.Run(e.ctx); err == nil {
 		t.Fatal("second Run did not fail")
 	}
@@ -640,7 +644,7 @@ func TestReceiverVerifiesWithLibrary(t *testing.T) {
 	}
 	secret.Store(nw.Workspace.WebhookSecret)
 	e.fund(nw.Workspace.ID, "1.00")
-	e.start(Config{})
+	e.start(payoutkit.DeliveryConfig{})
 	waitFor(t, "delivery", func() bool { return got.Load() == 1 })
 	waitFor(t, "delivered", func() bool { return e.events(nw.Workspace.ID)[0].State == payoutkit.DeliveryDelivered })
 }
@@ -654,7 +658,7 @@ func TestRetention(t *testing.T) {
 	quiet := e.workspace(nil) // no URL: its events are failed, and kept
 	e.fund(ws.ID, "1.00")
 	e.fund(quiet.ID, "1.00")
-	e.start(Config{})
+	e.start(payoutkit.DeliveryConfig{})
 	e.waitDelivered(ws.ID)
 	delivered := e.events(ws.ID)[0]
 

@@ -1,11 +1,12 @@
-package delivery
+package payoutkit
 
 import "time"
 
-// Clock tells the dispatcher the time and wakes it up. The dispatcher never
-// sleeps any other way, so a test that passes a fake Clock and moves it
-// forward runs the whole retry schedule (days of it) in milliseconds.
-// Timeouts of network calls are real time, not Clock time.
+// Clock tells the engine's loops the time and wakes them up
+// (DeliveryConfig.Clock). They never sleep any other way, so a test that
+// passes a fake Clock and moves it forward runs the whole retry schedule
+// (days of it) in milliseconds. Timeouts of network calls are real time,
+// not Clock time.
 type Clock interface {
 	// Now returns the current time.
 	Now() time.Time

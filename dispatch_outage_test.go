@@ -1,4 +1,4 @@
-package delivery
+package payoutkit_test
 
 import (
 	"encoding/json"
@@ -50,7 +50,7 @@ func TestReceiverDownThirtyHours(t *testing.T) {
 			heads = append(heads, ev)
 		}
 	}
-	e.start(Config{})
+	e.start(payoutkit.DeliveryConfig{})
 
 	const outage = 30 * time.Hour
 	offsets := schedule()

@@ -1,0 +1,60 @@
+package payoutkit
+
+import (
+	"context"
+	"time"
+)
+
+// The engine's loops, for the tests of package payoutkit_test that run
+// them with the parts the engine supplies replaced (a hand-off or a
+// workspace source that counts, a fake clock) or look inside them.
+
+type (
+	Dispatcher      = dispatcher
+	PayoutHandOff   = payoutHandOff
+	WorkspaceSource = workspaceSource
+	LogBudget       = logBudget
+)
+
+// NewDispatcher is newDispatcher: the engine's loops over store, handing
+// payouts to handOff (none when nil) and reading workspaces from
+// workspaces.
+func NewDispatcher(store Store, cfg *DeliveryConfig, handOff PayoutHandOff, workspaces WorkspaceSource) (*Dispatcher, error) {
+	var ds dispatchStore
+	if store != nil {
+		ds = store
+	}
+	return newDispatcher(ds, cfg, handOff, workspaces)
+}
+
+func (d *dispatcher) Run(ctx context.Context) error { return d.run(ctx) }
+func (d *dispatcher) Owner() string                 { return d.cfg.Owner }
+func (d *dispatcher) Config() DeliveryConfig        { return *d.cfg }
+func (d *dispatcher) Running() bool                 { return d.running.Load() }
+func (d *dispatcher) Resend(ctx context.Context, workspaceID, eventID string) error {
+	return d.resend(ctx, workspaceID, eventID)
+}
+
+// NewLogBudgetAt is a log budget on the clock now.
+func NewLogBudgetAt(now func() time.Time) *LogBudget {
+	b := newLogBudget()
+	b.now = now
+	return b
+}
+
+func (b *logBudget) Allow(kind string) (ok bool, suppressed int) { return b.allow(kind) }
+
+const (
+	LogWindow = logWindow
+	MaxAnswer = maxAnswer
+	MaxHead   = maxHead
+)
+
+var (
+	NonPublic          = nonPublic
+	RefuseNeverAllowed = refuseNeverAllowed
+	CleanText          = cleanText
+)
+
+// NotifierTimeout is the timeout n applies to one delivery.
+func NotifierTimeout(n *HTTPNotifier) time.Duration { return n.timeout() }
