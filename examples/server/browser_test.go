@@ -204,8 +204,12 @@ func TestPortalInBrowser(t *testing.T) {
 			t.Fatalf("the key created in the portal: code %d", c)
 		}
 		prefix := strings.Split(newKey, "_")[1]
-		revoke := `tr[data-prefix="` + prefix + `"] form[action="/settings/developer/keys/revoke"]`
-		browse(t, ctx, chromedp.Click(css(revoke+` button`)), chromedp.WaitNotPresent(css(revoke)))
+		// Revoke asks first: the row's link leads to a page whose form
+		// posts to the endpoint, which answers with the Developer page.
+		revoke := `tr[data-prefix="` + prefix + `"] a[href^="/settings/developer/keys/revoke"]`
+		confirm := `form[action="/settings/developer/keys/revoke"] button`
+		browse(t, ctx, chromedp.Click(css(revoke)), chromedp.WaitVisible(css(confirm)),
+			chromedp.Click(css(confirm)), chromedp.WaitVisible(css(`tr[data-prefix="`+prefix+`"]`)), chromedp.WaitNotPresent(css(revoke)))
 		if c, _ := apiData(t, s, newKey, "GET", "/v1/balance", ""); c != 40100 {
 			t.Fatalf("the key revoked in the portal: code %d; want 40100", c)
 		}
@@ -215,7 +219,8 @@ func TestPortalInBrowser(t *testing.T) {
 	})
 
 	t.Run("ResetAll", func(t *testing.T) {
-		browse(t, ctx, chromedp.Click(css(`form[action="/settings/developer/keys/reset"] button`)), chromedp.WaitVisible(css(`[data-testid="new-key"]`)))
+		browse(t, ctx, chromedp.Click(css(`a[href="/settings/developer/keys/reset"]`)), chromedp.WaitVisible(css(`form[action="/settings/developer/keys/reset"] button`)),
+			chromedp.Click(css(`form[action="/settings/developer/keys/reset"] button`)), chromedp.WaitVisible(css(`[data-testid="new-key"]`)))
 		fresh := textOf(t, ctx, `[data-testid="new-key"]`)
 		if c, _ := apiData(t, s, key, "GET", "/v1/balance", ""); c != 40100 {
 			t.Fatalf("the first key after reset: code %d; want 40100", c)
