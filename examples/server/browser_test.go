@@ -13,10 +13,6 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// EnvScreenshot, when set to 1, makes TestPortalInBrowser write the README's
-// screenshot of the withdrawals page (docs/portal-withdrawals.png).
-const EnvScreenshot = "PAYOUTKIT_UPDATE_SCREENSHOT"
-
 // chromium returns the path of a Chromium to drive: $PAYOUTKIT_TEST_CHROMIUM,
 // or chromium from PATH. Without one the test is skipped, except in CI
 // (CI=true), where .ci/run installs Debian's chromium.
@@ -239,10 +235,6 @@ func TestPortalInBrowser(t *testing.T) {
 		}
 	})
 
-	if os.Getenv(EnvScreenshot) == "1" {
-		screenshot(t, ctx, s.url+"/withdrawals", filepath.Join("..", "..", "docs", "portal-withdrawals.png"))
-	}
-
 	t.Run("SignOut", func(t *testing.T) {
 		browse(t, ctx, chromedp.Click(css(`form[action="/logout"] button`)), chromedp.WaitVisible(css(`form[action="/login"]`)))
 		browse(t, ctx, chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(css(`form[action="/login"]`)))
@@ -302,19 +294,4 @@ func payoutRows(t *testing.T, ctx context.Context) payoutTable {
 		out.status[r[0]] = r[1]
 	}
 	return out
-}
-
-// screenshot saves a PNG of the page at url.
-func screenshot(t *testing.T, ctx context.Context, url, path string) {
-	t.Helper()
-	browse(t, ctx, chromedp.EmulateViewport(1280, 720),
-		chromedp.Navigate(url), chromedp.WaitVisible(css(`tr[data-testid="payout-row"]`)))
-	png := read(t, ctx, chromedp.CaptureScreenshot())
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wrote %s (%d bytes)", path, len(png))
 }
