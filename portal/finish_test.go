@@ -62,6 +62,34 @@ func TestConfirmationPages(t *testing.T) {
 		t.Fatalf("keys after the confirmed revoke: %v, %v", keys, err)
 	}
 	b.get("/settings/developer/keys/reset").wantStatus(t, http.StatusOK).wantContains(t, "The workspace has no active key now.")
+
+	// Without a session, the pages lead to the sign-in form, as every page.
+	for _, path := range []string{"/settings/developer/keys/reset", "/settings/developer/keys/revoke?prefix=" + prefix} {
+		resp := h.browser().get(path).wantStatus(t, http.StatusSeeOther)
+		if want := "/login?next=" + url.QueryEscape(path); resp.Header.Get("Location") != want {
+			t.Errorf("GET %s without a session: Location %q; want %q", path, resp.Header.Get("Location"), want)
+		}
+	}
+}
+
+// TestNewPagesHeaders holds the confirmation and error pages to the headers
+// and the no-inline rule of every portal page.
+func TestNewPagesHeaders(t *testing.T) {
+	h := newHarness(t)
+	nw := h.workspace("Acme")
+	b := h.browser()
+	b.signIn(nw.StaffEmail, nw.StaffPassword)
+	inline := regexp.MustCompile(`(?i)<script|<style|\sstyle=|\son[a-z]+=`)
+	for _, path := range []string{"/settings/developer/keys/revoke?prefix=" + nw.APIKey.Prefix, "/settings/developer/keys/reset", "/withdrawals/nope", "/payments/nope"} {
+		r := b.get(path)
+		csp := r.Header.Get("Content-Security-Policy")
+		if csp == "" || strings.Contains(csp, "unsafe-inline") || r.Header.Get("Cache-Control") != "no-store" || r.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: headers %v", path, r.Header)
+		}
+		if m := inline.FindString(r.body); m != "" {
+			t.Errorf("%s: inline %q in the page", path, m)
+		}
+	}
 }
 
 // TestKeysTableColumns holds that each column of the keys table holds what
