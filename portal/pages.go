@@ -173,6 +173,10 @@ func refuses(err error, field string) bool {
 type withdrawalView struct {
 	Payout payoutkit.Payout
 	Events []payoutkit.EventLog
+	// ExplorerURL, when set, links the payout's transaction in a block
+	// explorer beside its txid. Nothing sets it yet: the page keeps the
+	// place for it.
+	ExplorerURL string
 }
 
 func (h *Handler) withdrawal(w http.ResponseWriter, r *request) {
@@ -180,6 +184,10 @@ func (h *Handler) withdrawal(w http.ResponseWriter, r *request) {
 	p, err := h.svc.Payout(r.Context(), ws, id)
 	if errors.Is(err, payoutkit.ErrInvalidInput) { // not even a payout_id: no such payout
 		err = payoutkit.ErrNotFound
+	}
+	if errors.Is(err, payoutkit.ErrNotFound) {
+		h.renderError(w, r.Request, http.StatusNotFound, "No withdrawal has the payout ID “"+id+"” in this workspace.")
+		return
 	}
 	if err != nil {
 		h.engineError(w, r.Request, err)

@@ -23,7 +23,7 @@ var templateFiles embed.FS
 // pageNames are the templates/<name>.html files, each defining "content"
 // inside the shared layout.
 var pageNames = []string{
-	"login", "error", "dashboard", "payments", "withdrawals", "withdrawal", "customers", "developer", "password",
+	"login", "error", "dashboard", "payments", "withdrawals", "withdrawal", "customers", "developer", "confirm", "password",
 }
 
 type pages struct{ byName map[string]*template.Template }
@@ -48,18 +48,7 @@ var funcs = template.FuncMap{
 		}
 		return d.Decimal.String()
 	},
-	"iso": func(t time.Time) string {
-		if t.IsZero() {
-			return ""
-		}
-		return t.UTC().Format(time.RFC3339)
-	},
-	"when": func(t time.Time) string {
-		if t.IsZero() {
-			return "—"
-		}
-		return t.UTC().Format("2006-01-02 15:04:05 UTC")
-	},
+	"when": when,
 	"path": url.PathEscape,
 	"dash": func(s string) string {
 		if s == "" {
@@ -68,6 +57,24 @@ var funcs = template.FuncMap{
 		return s
 	},
 	"ms": func(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) },
+}
+
+// timeFormat is the one way the portal prints a time: UTC, to the second,
+// with its zone written out, so that staff in any time zone read the same
+// instant the API's RFC 3339 times name.
+const timeFormat = "2006-01-02 15:04:05 UTC"
+
+// when renders t as a time element in timeFormat, with the RFC 3339 form
+// for machines in its datetime attribute, or a dash for the zero time. Every
+// page prints times through it, so that they all read alike.
+func when(t time.Time) template.HTML {
+	if t.IsZero() {
+		return "—"
+	}
+	t = t.UTC()
+	// Both forms are made of digits, dashes, colons, spaces and letters
+	// from the layouts: nothing to escape.
+	return template.HTML(`<time datetime="` + t.Format(time.RFC3339) + `">` + t.Format(timeFormat) + `</time>`)
 }
 
 // page is what the layout renders: the page's own data in Data.
@@ -113,13 +120,49 @@ type errorView struct {
 	Status  int
 	Heading string
 	Message string
+	// SignedIn is set when the page has the layout's navigation.
+	SignedIn bool
 }
 
+// errorHeadings name the portal's error pages as staff read them.
+var errorHeadings = map[int]string{
+	http.StatusBadRequest:          "This request cannot be served",
+	http.StatusForbidden:           "Not allowed",
+	http.StatusNotFound:            "Page not found",
+	http.StatusInternalServerError: "Something went wrong",
+}
+
+// renderError answers an error page inside the portal's layout: with the
+// navigation when r carries a valid session, so that staff are never left
+// on a dead end, and bare otherwise.
 func (h *Handler) renderError(w http.ResponseWriter, r *http.Request, status int, message string) {
-	h.render(w, r, status, "error", page{
-		Title: http.StatusText(status),
-		Data:  errorView{Status: status, Heading: http.StatusText(status), Message: message},
-	})
+	heading := errorHeadings[status]
+	if heading == "" {
+		heading = http.StatusText(status)
+	}
+	p := page{Title: http.StatusText(status)}
+	h.sessionLayout(r, &p)
+	p.Data = errorView{Status: status, Heading: heading, Message: message, SignedIn: p.Staff != ""}
+	h.render(w, r, status, "error", p)
+}
+
+// sessionLayout fills the signed-in parts of p's layout when r carries a
+// valid session. It leaves p bare on any failure (no cookie, an ended
+// session, a failing store): an error page must render whatever went wrong.
+func (h *Handler) sessionLayout(r *http.Request, p *page) {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil {
+		return
+	}
+	s, err := h.svc.StaffSession(r.Context(), c.Value)
+	if err != nil {
+		return
+	}
+	ws, err := h.svc.Workspace(r.Context(), s.WorkspaceID)
+	if err != nil {
+		return
+	}
+	p.Staff, p.Workspace, p.CSRF = s.StaffEmail, ws.Name, csrfToken(c.Value)
 }
 
 func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {

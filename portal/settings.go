@@ -11,9 +11,13 @@ import (
 
 // developerView is the Settings → Developer page.
 type developerView struct {
-	Keys       []payoutkit.APIKey
-	WebhookURL string
-	Events     []payoutkit.Event
+	// WorkspaceID is shown because every CLI command names the workspace
+	// by it.
+	WorkspaceID   string
+	WorkspaceName string
+	Keys          []payoutkit.APIKey
+	WebhookURL    string
+	Events        []payoutkit.Event
 	pager
 	// NewKey and NewSecret are shown once, on the answer that made them.
 	NewKey    string
@@ -54,6 +58,7 @@ func (h *Handler) renderDeveloper(w http.ResponseWriter, r *request, status int,
 		h.engineError(w, r.Request, err)
 		return
 	}
+	v.WorkspaceID, v.WorkspaceName = workspace.ID, workspace.Name
 	v.Keys, v.Events, v.pager = keys, events.Items, nextPage(r, events.NextCursor)
 	if _, posted := v.Fields["url"]; !posted {
 		v.WebhookURL = workspace.WebhookURL
@@ -69,6 +74,61 @@ func (h *Handler) createKey(w http.ResponseWriter, r *request) {
 	}
 	h.renderDeveloper(w, r, http.StatusOK, developerView{NewKey: k.Key},
 		"Key "+k.Prefix+" was created. Copy it now: it is shown only once.")
+}
+
+// confirmView is the page that asks before a key is revoked or every key
+// reset: it says what will happen, and its form posts to Action, the
+// endpoint that does it, so that no single click revokes a key.
+type confirmView struct {
+	Heading string
+	Action  string
+	Button  string
+	// Key is the key a revocation revokes; Reset is set for a reset, with
+	// Keys the active keys it revokes.
+	Key   *payoutkit.APIKey
+	Reset bool
+	Keys  []payoutkit.APIKey
+}
+
+// confirmRevoke asks before revoking the active key whose prefix the query
+// names; a prefix that names no active key of the workspace is a 404 page.
+func (h *Handler) confirmRevoke(w http.ResponseWriter, r *request) {
+	prefix := strings.TrimPrefix(r.URL.Query().Get("prefix"), "sk_")
+	keys, err := h.svc.APIKeys(r.Context(), r.session.WorkspaceID)
+	if err != nil {
+		h.engineError(w, r.Request, err)
+		return
+	}
+	for _, k := range keys {
+		if k.Prefix == prefix && k.Active() {
+			h.renderPage(w, r, http.StatusOK, "confirm", page{
+				Title: "Revoke key " + k.Prefix, Section: "developer",
+				Data: confirmView{Heading: "Revoke key sk_" + k.Prefix + "_…?", Action: "/settings/developer/keys/revoke", Button: "Revoke this key", Key: &k},
+			})
+			return
+		}
+	}
+	h.renderError(w, r.Request, http.StatusNotFound, "No active key has that prefix; nothing was revoked.")
+}
+
+// confirmReset asks before revoking every active key and creating one new
+// key, listing the keys that will stop working.
+func (h *Handler) confirmReset(w http.ResponseWriter, r *request) {
+	keys, err := h.svc.APIKeys(r.Context(), r.session.WorkspaceID)
+	if err != nil {
+		h.engineError(w, r.Request, err)
+		return
+	}
+	active := make([]payoutkit.APIKey, 0, len(keys))
+	for _, k := range keys {
+		if k.Active() {
+			active = append(active, k)
+		}
+	}
+	h.renderPage(w, r, http.StatusOK, "confirm", page{
+		Title: "Reset API keys", Section: "developer",
+		Data: confirmView{Heading: "Revoke all keys and create a new one?", Action: "/settings/developer/keys/reset", Button: "Revoke all and create a new key", Reset: true, Keys: active},
+	})
 }
 
 func (h *Handler) revokeKey(w http.ResponseWriter, r *request) {

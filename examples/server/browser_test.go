@@ -13,10 +13,6 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// EnvScreenshot, when set to 1, makes TestPortalInBrowser write the README's
-// screenshot of the withdrawals page (docs/portal-withdrawals.png).
-const EnvScreenshot = "PAYOUTKIT_UPDATE_SCREENSHOT"
-
 // chromium returns the path of a Chromium to drive: $PAYOUTKIT_TEST_CHROMIUM,
 // or chromium from PATH. Without one the test is skipped, except in CI
 // (CI=true), where .ci/run installs Debian's chromium.
@@ -204,8 +200,12 @@ func TestPortalInBrowser(t *testing.T) {
 			t.Fatalf("the key created in the portal: code %d", c)
 		}
 		prefix := strings.Split(newKey, "_")[1]
-		revoke := `tr[data-prefix="` + prefix + `"] form[action="/settings/developer/keys/revoke"]`
-		browse(t, ctx, chromedp.Click(css(revoke+` button`)), chromedp.WaitNotPresent(css(revoke)))
+		// Revoke asks first: the row's link leads to a page whose form
+		// posts to the endpoint, which answers with the Developer page.
+		revoke := `tr[data-prefix="` + prefix + `"] a[href^="/settings/developer/keys/revoke"]`
+		confirm := `form[action="/settings/developer/keys/revoke"] button`
+		browse(t, ctx, chromedp.Click(css(revoke)), chromedp.WaitVisible(css(confirm)),
+			chromedp.Click(css(confirm)), chromedp.WaitVisible(css(`tr[data-prefix="`+prefix+`"]`)), chromedp.WaitNotPresent(css(revoke)))
 		if c, _ := apiData(t, s, newKey, "GET", "/v1/balance", ""); c != 40100 {
 			t.Fatalf("the key revoked in the portal: code %d; want 40100", c)
 		}
@@ -215,7 +215,8 @@ func TestPortalInBrowser(t *testing.T) {
 	})
 
 	t.Run("ResetAll", func(t *testing.T) {
-		browse(t, ctx, chromedp.Click(css(`form[action="/settings/developer/keys/reset"] button`)), chromedp.WaitVisible(css(`[data-testid="new-key"]`)))
+		browse(t, ctx, chromedp.Click(css(`a[href="/settings/developer/keys/reset"]`)), chromedp.WaitVisible(css(`form[action="/settings/developer/keys/reset"] button`)),
+			chromedp.Click(css(`form[action="/settings/developer/keys/reset"] button`)), chromedp.WaitVisible(css(`[data-testid="new-key"]`)))
 		fresh := textOf(t, ctx, `[data-testid="new-key"]`)
 		if c, _ := apiData(t, s, key, "GET", "/v1/balance", ""); c != 40100 {
 			t.Fatalf("the first key after reset: code %d; want 40100", c)
@@ -233,10 +234,6 @@ func TestPortalInBrowser(t *testing.T) {
 			t.Fatalf("new secret %q", secret)
 		}
 	})
-
-	if os.Getenv(EnvScreenshot) == "1" {
-		screenshot(t, ctx, s.url+"/withdrawals", filepath.Join("..", "..", "docs", "portal-withdrawals.png"))
-	}
 
 	t.Run("SignOut", func(t *testing.T) {
 		browse(t, ctx, chromedp.Click(css(`form[action="/logout"] button`)), chromedp.WaitVisible(css(`form[action="/login"]`)))
@@ -297,19 +294,4 @@ func payoutRows(t *testing.T, ctx context.Context) payoutTable {
 		out.status[r[0]] = r[1]
 	}
 	return out
-}
-
-// screenshot saves a PNG of the page at url.
-func screenshot(t *testing.T, ctx context.Context, url, path string) {
-	t.Helper()
-	browse(t, ctx, chromedp.EmulateViewport(1280, 720),
-		chromedp.Navigate(url), chromedp.WaitVisible(css(`tr[data-testid="payout-row"]`)))
-	png := read(t, ctx, chromedp.CaptureScreenshot())
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wrote %s (%d bytes)", path, len(png))
 }
