@@ -13,6 +13,7 @@ type Code int
 const (
 	CodeInvalidInput Code = 40000
 	CodeUnauthorized Code = 40100
+	CodeForbidden    Code = 40300
 	CodeNotFound     Code = 40400
 	CodeConflict     Code = 40900
 )
@@ -29,11 +30,14 @@ const (
 // Sentinel errors. Every error the engine returns for a caller's mistake is an
 // *Error that matches exactly one of these with errors.Is (and
 // ErrInsufficientBalance also matches ErrInvalidInput, because an overdraft is
-// a 40000 like any other invalid request).
+// a 40000 like any other invalid request). ErrForbidden refuses a valid key
+// used outside its scopes or from an address it does not allow, and a payout
+// to an address the workspace's address allowlist does not (yet) allow.
 var (
 	ErrInvalidInput        = &Error{Code: CodeInvalidInput, Message: "invalid input"}
 	ErrInsufficientBalance = &Error{Code: CodeInvalidInput, Message: "Insufficient available balance"}
 	ErrUnauthorized        = &Error{Code: CodeUnauthorized, Message: "unauthorized"}
+	ErrForbidden           = &Error{Code: CodeForbidden, Message: "forbidden"}
 	ErrNotFound            = &Error{Code: CodeNotFound, Message: "not found"}
 	ErrConflict            = &Error{Code: CodeConflict, Message: "conflict"}
 )
@@ -114,6 +118,10 @@ func errNotFound(what string) *Error { return newError(ErrNotFound, what+" not f
 
 // errConflict reports a request that the current state forbids.
 func errConflict(message string) *Error { return newError(ErrConflict, message) }
+
+// errForbidden is an ErrForbidden with its own message, naming the control
+// that refused.
+func errForbidden(message string) *Error { return newError(ErrForbidden, message) }
 
 // errInsufficientBalance is the overdraft error; its message is fixed by the contract.
 func errInsufficientBalance() *Error {

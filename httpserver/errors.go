@@ -75,7 +75,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 // validCode reports whether c is one of the contract's error codes.
 func validCode(c payoutkit.Code) bool {
 	switch c {
-	case payoutkit.CodeInvalidInput, payoutkit.CodeUnauthorized, payoutkit.CodeNotFound,
+	case payoutkit.CodeInvalidInput, payoutkit.CodeUnauthorized, payoutkit.CodeForbidden, payoutkit.CodeNotFound,
 		payoutkit.CodeMethodNotAllowed, payoutkit.CodeConflict, payoutkit.CodeTooLarge,
 		payoutkit.CodeRateLimited, payoutkit.CodeInternal:
 		return true
