@@ -5,7 +5,7 @@
 // # The main flow
 //
 // Build an Engine with New over a Store: storage/memstore for tests,
-// storage/sqlstore for SQLite or PostgreSQL. Then, for one workspace:
+// storage/sqlite or storage/postgres. Then, for one workspace:
 //
 //  1. CreateWorkspace makes the workspace, its first API key (shown once)
 //     and its webhook signing secret.
@@ -192,8 +192,8 @@ type Engine struct {
 var _ Service = (*Engine)(nil)
 
 // WithStore returns an engine with e's configuration over store: over a
-// store bound to the caller's database transaction
-// (sqlstore.Store.WithTx), its payouts, orders and settlements commit or
+// store bound to the caller's database transaction (sqlite.Store.WithTx,
+// postgres.Store.WithTx), its payouts, orders and settlements commit or
 // roll back with the caller's own writes:
 //
 //	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {

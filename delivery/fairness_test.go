@@ -9,7 +9,8 @@ import (
 
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/storage/memstore"
-	"github.com/payoutkit/payoutkit/storage/sqlstore"
+	"github.com/payoutkit/payoutkit/storage/postgres"
+	"github.com/payoutkit/payoutkit/storage/sqlite"
 )
 
 // A workspace whose receiver hangs, with hundreds of events due, never keeps
@@ -58,5 +59,6 @@ func TestBacklogDoesNotDelayOtherWorkspaces(t *testing.T) {
 // The module's stores claim fairly.
 var (
 	_ FairClaimer = (*memstore.Store)(nil)
-	_ FairClaimer = (*sqlstore.Store)(nil)
+	_ FairClaimer = (*sqlite.Store)(nil)
+	_ FairClaimer = (*postgres.Store)(nil)
 )

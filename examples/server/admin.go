@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/payoutkit/payoutkit"
-	"github.com/payoutkit/payoutkit/storage/sqlstore"
 )
 
 // workspaceJSON is what workspace create (and the first serve) prints.
@@ -32,7 +31,7 @@ func printJSON(w io.Writer, v any) error {
 }
 
 // adminBusyTimeout is how long an admin command waits for SQLite's write
-// lock. A command opens its store with sqlstore.WithPriorityWrites, so a
+// lock. A command opens its store with sqlite.WithPriorityWrites, so a
 // server beside it pauses between its group commits while the command runs,
 // and the command gets the lock at its next try (well within a second, even
 // under a heavy write load); the wait only bounds the unexpected, such as
@@ -46,7 +45,7 @@ func adminEngine(ctx context.Context, dsn string, stderr io.Writer) (*payoutkit.
 	if err != nil {
 		return nil, nil, err
 	}
-	store, err := openStore(ctx, dsn, log, sqlstore.WithBusyTimeout(adminBusyTimeout), sqlstore.WithPriorityWrites())
+	store, err := openStore(ctx, dsn, log, asAdmin())
 	if err != nil {
 		return nil, nil, err
 	}

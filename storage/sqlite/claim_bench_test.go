@@ -22,7 +22,7 @@ import (
 // reads them in the index's order and stops at its limit. Leased and in
 // flight (256 workers sending), they cost a step each.
 //
-//	go test -run XXX -bench ClaimEventsBacklog ./storage/sqlstore
+//	go test -run XXX -bench ClaimEventsBacklog ./storage/sqlite
 func BenchmarkClaimEventsBacklog(b *testing.B) {
 	for _, c := range []struct {
 		name    string
