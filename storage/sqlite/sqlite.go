@@ -86,6 +86,14 @@ type Store struct {
 var (
 	_ payoutkit.Store            = (*Store)(nil)
 	_ payoutkit.KeyBalanceReader = (*Store)(nil)
+	// The capabilities delivery.Dispatcher uses (its FairClaimer and
+	// WorkNotifier), stated here without importing delivery.
+	_ interface {
+		ClaimEventsExcept(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]payoutkit.Event, error)
+	} = (*Store)(nil)
+	_ interface {
+		SubscribeWork() (ch <-chan struct{}, cancel func())
+	} = (*Store)(nil)
 )
 
 // db is a store's database: its connections, prepared statements and
