@@ -66,35 +66,6 @@ func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.Del
 	return nil
 }
 
-// Events implements payoutkit.Outbox.
-func (s *Store) Events(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Event], error) {
-	return sqlcore.List(ctx, &s.l, "events", workspaceID, page, sqlcore.EventPageSQL, sqlcore.ScanEvent)
-}
-
-// Event implements payoutkit.Outbox.
-func (s *Store) Event(ctx context.Context, workspaceID, eventID string) (payoutkit.Event, error) {
-	ev, err := sqlcore.ReadEvent(ctx, s.w.Reader(), workspaceID, eventID)
-	if err != nil {
-		return payoutkit.Event{}, translate(ctx, "event", err)
-	}
-	return ev, nil
-}
-
-// SubjectEvents implements payoutkit.Outbox.
-func (s *Store) SubjectEvents(ctx context.Context, workspaceID, subject string) ([]payoutkit.Event, error) {
-	evs, err := sqlcore.SubjectEvents(ctx, s.w.Reader(), workspaceID, subject)
-	return evs, translate(ctx, "subject events", err)
-}
-
-// DeliveryAttempts implements payoutkit.Outbox.
-func (s *Store) DeliveryAttempts(ctx context.Context, workspaceID, eventID string) ([]payoutkit.DeliveryAttempt, error) {
-	if _, err := s.Event(ctx, workspaceID, eventID); err != nil {
-		return nil, err
-	}
-	out, err := sqlcore.DeliveryAttempts(ctx, s.w.Reader(), eventID)
-	return out, translate(ctx, "delivery attempts", err)
-}
-
 // ResendEvent implements payoutkit.Outbox.
 func (s *Store) ResendEvent(ctx context.Context, workspaceID, eventID string, now time.Time) error {
 	res, err := s.w.Admin().ExecContext(ctx, sqlcore.ResendEventSQL, eventID, workspaceID, ts(now))
@@ -129,13 +100,4 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) (i
 		)
 		SELECT count(*) FROM e`, ts(before), limit).Scan(&n)
 	return n, translate(ctx, "prune events", err)
-}
-
-// OutboxHealth implements payoutkit.Outbox: one statement, one snapshot.
-func (s *Store) OutboxHealth(ctx context.Context) (payoutkit.OutboxHealth, error) {
-	h, err := sqlcore.OutboxHealth(ctx, s.w.Reader())
-	if err != nil {
-		return payoutkit.OutboxHealth{}, translate(ctx, "outbox health", err)
-	}
-	return h, nil
 }

@@ -14,7 +14,6 @@ import (
 )
 
 const (
-	selectPayoutSQL = `SELECT ` + sqlcore.PayoutReadCols + ` FROM payouts WHERE workspace_id = $1 AND payout_id = $2`
 	// deletePayoutSQL takes back a payout inserted by a create whose debit
 	// the balance did not cover, so that the refusal leaves nothing changed.
 	deletePayoutSQL = `DELETE FROM payouts WHERE workspace_id = $1 AND payout_id = $2`
@@ -84,7 +83,7 @@ func (op *createPayoutOp) finish(ctx context.Context, tx *sql.Tx, inserted, debi
 	switch {
 	case !inserted: // the id is taken: report the stored payout, change nothing
 		var err error
-		op.stored, err = sqlcore.ScanPayout(tx.QueryRowContext(ctx, selectPayoutSQL, op.p.WorkspaceID, op.p.PayoutID))
+		op.stored, err = sqlcore.ScanPayout(tx.QueryRowContext(ctx, sqlcore.SelectPayoutSQL, op.p.WorkspaceID, op.p.PayoutID))
 		if err != nil {
 			return err
 		}
@@ -134,22 +133,6 @@ func (s *Store) SettlePayout(ctx context.Context, p payoutkit.Payout, ev payoutk
 	}
 	s.w.Committed()
 	return nil
-}
-
-// Payout implements payoutkit.PayoutStore.
-func (s *Store) Payout(ctx context.Context, workspaceID, payoutID string) (payoutkit.Payout, error) {
-	p, err := sqlcore.ScanPayout(s.w.ReadRow(ctx, selectPayoutSQL, workspaceID, payoutID))
-	if err != nil {
-		return payoutkit.Payout{}, translate(ctx, "payout", err)
-	}
-	return p, nil
-}
-
-// Payouts implements payoutkit.PayoutStore.
-func (s *Store) Payouts(ctx context.Context, workspaceID string, f payoutkit.PayoutFilter, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Payout], error) {
-	return sqlcore.ListNewest(ctx, &s.l, "payouts", sqlcore.PayoutReadCols, workspaceID,
-		sqlcore.NewestFilter{Status: string(f.Status), PayerID: f.PayerID, From: f.CreatedFrom, To: f.CreatedTo}, page,
-		sqlcore.ScanPayout, func(p payoutkit.Payout) time.Time { return p.CreatedAt })
 }
 
 // ClaimPayoutHandoffs implements payoutkit.PayoutStore: the due payouts are

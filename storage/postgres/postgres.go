@@ -68,13 +68,23 @@ var (
 // Store is a payoutkit.Store in a PostgreSQL database. It is safe for
 // concurrent use, and several Stores (in one process or many) may share one
 // database.
+//
+// Besides the methods listed here, it has every other method of
+// payoutkit.Store and payoutkit.KeyBalanceReader (the reads, the listings,
+// the workspaces, keys, staff and sessions): their statements are the same
+// on both databases, and it shares them with storage/sqlite.
 type Store struct {
 	d *db
 	// w runs the store's writes and reads: the database's own pool (*db),
 	// or the caller's transaction (WithTx).
 	w writer
-	l sqlcore.Lister
+	// ops are the operations whose statements are the same on both
+	// databases (the reads, the administrative writes), run through w.
+	ops
 }
+
+// ops is sqlcore.Ops embedded under a name of this package.
+type ops = sqlcore.Ops
 
 var (
 	_ payoutkit.Store            = (*Store)(nil)
@@ -247,16 +257,14 @@ func New(ctx context.Context, bdb *bun.DB, opts ...Option) (*Store, error) {
 // be used after tx ends, and its Close does nothing.
 func (s *Store) WithTx(tx bun.Tx) *Store {
 	t := &Store{d: s.d, w: callerWriter{sqlcore.CallerTx{Tx: tx.Tx}}}
-	t.l = t.lister()
+	t.ops = newOps(t.w)
 	return t
 }
 
 func newStore(sqldb *sql.DB, cfg config, name string) *Store {
 	d := &db{sqldb: sqldb, log: cfg.logger, name: name, observeCommit: cfg.observeCommit,
 		statisticsInterval: cfg.statisticsInterval, reads: newReadGroups(sqldb, readLanes)}
-	s := &Store{d: d, w: d}
-	s.l = s.lister()
-	return s
+	return &Store{d: d, w: d, ops: newOps(d)}
 }
 
 // start starts the committers and the statistics keeper.
@@ -268,12 +276,16 @@ func (s *Store) start() {
 	s.d.startStatistics()
 }
 
-// lister is the store's listings' view of it.
-func (s *Store) lister() sqlcore.Lister {
-	return sqlcore.Lister{Reader: s.w.Reader, TS: ts, Translate: translate,
-		Param: func(n int, cast string) string { return fmt.Sprintf("$%d::%s", n, cast) },
+// newOps binds the common operations to w.
+func newOps(w writer) sqlcore.Ops {
+	return sqlcore.NewOps(w, sqlcore.OpsConfig{TS: ts, Translate: translate, Detach: detach,
+		// The user's row is locked: a session inserted meanwhile (its
+		// foreign key check locks the row too) then waits for the
+		// deleting transaction and fails, instead of failing the DELETE.
+		StaffLockSQL: `SELECT 1 FROM staff_users WHERE email = $1 AND workspace_id = $2 FOR UPDATE`,
+		Param:        func(n int, cast string) string { return fmt.Sprintf("$%d::%s", n, cast) },
 		// PostgreSQL plans from statistics: no index hints.
-		From: func(table string, _ sqlcore.NewestFilter) string { return table }}
+		From: func(table string, _ sqlcore.NewestFilter) string { return table }})
 }
 
 // Close closes the store's connections (but a caller's, New's). Writes

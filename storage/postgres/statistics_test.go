@@ -29,7 +29,7 @@ func TestPostgresAnalyzesGrowingTables(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	conn := preparedGeneric(t, s, "payout_lookup", "text, text", selectPayoutSQL)
+	conn := preparedGeneric(t, s, "payout_lookup", "text, text", sqlcore.SelectPayoutSQL)
 	cachedPlan(t, conn, "payout_lookup ('ws', 'po-1')") // planned and cached while the table is empty
 
 	if _, err := conn.ExecContext(ctx, `INSERT INTO payouts (`+sqlcore.PayoutCols+`)

@@ -90,7 +90,7 @@ func TestSQLitePlans(t *testing.T) {
 	}
 	defer s.Close()
 	newest := func(table string, f sqlcore.NewestFilter, cursor string) string {
-		q, _, err := s.l.NewestQuery(table, "*", "ws", f, payoutkit.PageRequest{Limit: 50, Cursor: cursor})
+		q, _, err := sqlcore.NewestQuery(&s.ops, table, "*", "ws", f, payoutkit.PageRequest{Limit: 50, Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,6 @@ const (
 	debitSQL = `UPDATE balances SET available = available - $2, in_progress = in_progress + $2
 		WHERE workspace_id = $1 AND available >= $2`
 	insertLedgerSQL = `INSERT INTO ledger_entries (` + sqlcore.LedgerCols + `) VALUES ($1, $2, $3, $4, $5, $6)`
-	selectPayoutSQL = `SELECT ` + sqlcore.PayoutReadCols + ` FROM payouts WHERE workspace_id = $1 AND payout_id = $2`
 	// SettlePayout: the conditional status change, then the balance.
 	settlePayoutSQL = `UPDATE payouts SET status = $3, txid = $4, failure_reason = $5, updated_at = $6, asset_amount = $7, network_fee = $8
 		WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted' RETURNING amount, payer_id`
@@ -87,7 +86,7 @@ func (op *createPayoutOp) finish(ctx context.Context, tx *sql.Tx, inserted, debi
 	switch {
 	case !inserted: // the id is taken: report the stored payout, change nothing
 		var err error
-		op.stored, err = sqlcore.ScanPayout(tx.QueryRowContext(ctx, selectPayoutSQL, op.p.WorkspaceID, op.p.PayoutID))
+		op.stored, err = sqlcore.ScanPayout(tx.QueryRowContext(ctx, sqlcore.SelectPayoutSQL, op.p.WorkspaceID, op.p.PayoutID))
 		if err != nil {
 			return err
 		}
@@ -193,22 +192,6 @@ func (s *Store) SettlePayout(ctx context.Context, p payoutkit.Payout, ev payoutk
 	}
 	s.w.Committed()
 	return nil
-}
-
-// Payout implements payoutkit.PayoutStore.
-func (s *Store) Payout(ctx context.Context, workspaceID, payoutID string) (payoutkit.Payout, error) {
-	p, err := sqlcore.ScanPayout(s.w.ReadRow(ctx, selectPayoutSQL, workspaceID, payoutID))
-	if err != nil {
-		return payoutkit.Payout{}, translate(ctx, "payout", err)
-	}
-	return p, nil
-}
-
-// Payouts implements payoutkit.PayoutStore.
-func (s *Store) Payouts(ctx context.Context, workspaceID string, f payoutkit.PayoutFilter, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Payout], error) {
-	return sqlcore.ListNewest(ctx, &s.l, "payouts", sqlcore.PayoutReadCols, workspaceID,
-		sqlcore.NewestFilter{Status: string(f.Status), PayerID: f.PayerID, From: f.CreatedFrom, To: f.CreatedTo}, page,
-		sqlcore.ScanPayout, func(p payoutkit.Payout) time.Time { return p.CreatedAt })
 }
 
 // ClaimPayoutHandoffs implements payoutkit.PayoutStore: one statement, which

@@ -71,6 +71,11 @@ var (
 // Store is a payoutkit.Store in a SQLite database. It is safe for
 // concurrent use, and several Stores (in one process or many) may share one
 // database.
+//
+// Besides the methods listed here, it has every other method of
+// payoutkit.Store and payoutkit.KeyBalanceReader (the reads, the listings,
+// the workspaces, keys, staff and sessions): their statements are the same
+// on both databases, and it shares them with storage/postgres.
 type Store struct {
 	d *db
 	// w runs the store's writes and reads: the database's own connections
@@ -80,8 +85,13 @@ type Store struct {
 	// of a write in its transaction; none in the caller's transaction,
 	// whose connection they were not prepared on.
 	st stmts
-	l  sqlcore.Lister
+	// ops are the operations whose statements are the same on both
+	// databases (the reads, the administrative writes), run through w.
+	ops
 }
+
+// ops is sqlcore.Ops embedded under a name of this package.
+type ops = sqlcore.Ops
 
 var (
 	_ payoutkit.Store            = (*Store)(nil)
@@ -273,14 +283,13 @@ func New(ctx context.Context, bdb *bun.DB, opts ...Option) (*Store, error) {
 // store's own writes (and the dispatcher's) wait for it: keep it short.
 func (s *Store) WithTx(tx bun.Tx) *Store {
 	t := &Store{d: s.d, w: callerWriter{sqlcore.CallerTx{Tx: tx.Tx}}}
-	t.l = t.lister()
+	t.ops = newOps(t.w)
 	return t
 }
 
 func newStore(wdb, rdb *sql.DB, cfg config, name string) *Store {
 	d := &db{wdb: wdb, rdb: rdb, log: cfg.logger, name: name, observeCommit: cfg.observeCommit}
-	s := &Store{d: d, w: d}
-	s.l = s.lister()
+	s := &Store{d: d, w: d, ops: newOps(d)}
 	return s
 }
 
@@ -290,10 +299,14 @@ func (s *Store) start() {
 	s.st = stmts(s.d.wstmts)
 }
 
-// lister is the store's listings' view of it.
-func (s *Store) lister() sqlcore.Lister {
-	return sqlcore.Lister{Reader: s.w.Reader, TS: ts, Translate: translate,
-		Param: func(n int, _ string) string { return fmt.Sprintf("$%d", n) },
+// newOps binds the common operations to w.
+func newOps(w writer) sqlcore.Ops {
+	return sqlcore.NewOps(w, sqlcore.OpsConfig{TS: ts, Translate: translate,
+		Detach: func(ctx context.Context) context.Context { return ctx },
+		// The transaction holds the write lock: no session can be
+		// inserted meanwhile.
+		StaffLockSQL: `SELECT 1 FROM staff_users WHERE email = $1 AND workspace_id = $2`,
+		Param:        func(n int, _ string) string { return fmt.Sprintf("$%d", n) },
 		From: func(table string, f sqlcore.NewestFilter) string {
 			// SQLite plans from the schema alone, and would take a
 			// created_at range with two bounds over an equality on status:
@@ -307,7 +320,7 @@ func (s *Store) lister() sqlcore.Lister {
 				index = table + "_workspace_status_created"
 			}
 			return table + " INDEXED BY " + index
-		}}
+		}})
 }
 
 // Close closes the store's connections. Writes still waiting for their turn

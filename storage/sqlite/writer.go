@@ -153,7 +153,7 @@ var (
 		settlePayoutSQL, settleBalanceSQL, insertOrderSQL, payOrderSQL, creditSQL, moveCustomerSQL,
 		savepointSQL, releaseSQL, rollbackToSQL, recordAttemptSQL, insertAttemptSQL, markHandedOffSQL,
 		claimEventsSQL, claimHandoffsSQL}
-	preparedReads = []string{selectPayoutSQL, selectOrderSQL, balanceSQL, apiKeySQL, workspaceSQL, apiKeyBalanceSQL}
+	preparedReads = []string{sqlcore.SelectPayoutSQL, sqlcore.SelectOrderSQL, sqlcore.BalanceSQL, sqlcore.APIKeySQL, sqlcore.WorkspaceSQL, sqlcore.APIKeyBalanceSQL}
 )
 
 // prepare prepares the statements of the hot paths.

@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"context"
+	"database/sql"
 	"strconv"
 	"strings"
 	"time"
@@ -9,17 +10,40 @@ import (
 	"github.com/payoutkit/payoutkit"
 )
 
-// Lister reads the listings of one store: the queries are the same on both
-// databases; where they run, how times are stored and how errors read are
-// the store's.
-type Lister struct {
-	// Reader returns where reads run: the read pool, or the caller's
+// OpsWriter is what Ops needs of a store's writer: where its
+// administrative transactions and statements, its reads and its point reads
+// run.
+type OpsWriter interface {
+	InTx(ctx context.Context, fn func(tx *sql.Tx) error) error
+	Admin() Querier
+	Reader() Querier
+	ReadRow(ctx context.Context, query string, args ...any) Scanner
+}
+
+// Ops are a store's operations whose statements are the same on both
+// databases: the reads and listings, and the administrative writes
+// (workspaces, keys, staff, sessions, sign-in failures). Each store embeds
+// them, bound to its writer (NewOps); what differs between the databases
+// comes in an OpsConfig.
+type Ops struct {
+	// w runs the statements: the store's own connections, or the caller's
 	// transaction.
-	Reader func() Querier
+	w OpsWriter
+	c OpsConfig
+}
+
+// OpsConfig is what differs between the databases for Ops.
+type OpsConfig struct {
 	// TS is a time as the store's database stores it.
 	TS func(time.Time) any
 	// Translate is the store's error mapping.
 	Translate func(ctx context.Context, op string, err error) error
+	// Detach returns the context an administrative transaction's statements
+	// run with.
+	Detach func(context.Context) context.Context
+	// StaffLockSQL finds ($1 e-mail, $2 workspace) the staff user that
+	// DeleteStaffUser deletes, locking it where the database needs it.
+	StaffLockSQL string
 	// Param renders the placeholder of the nth argument of a listing of
 	// newest rows, typed as cast where the database needs it.
 	Param func(n int, cast string) string
@@ -28,11 +52,14 @@ type Lister struct {
 	From func(table string, f NewestFilter) string
 }
 
+// NewOps binds the common operations to w.
+func NewOps(w OpsWriter, c OpsConfig) Ops { return Ops{w: w, c: c} }
+
 // List reads one newest-first page: query takes $1 the workspace, $2 the
 // seq to start below, $3 the number of rows and $4... the args, and selects
 // seq last. It asks for one row more than the page holds to learn whether a
 // next page exists.
-func List[T any](ctx context.Context, l *Lister, op, workspaceID string, req payoutkit.PageRequest, query string,
+func List[T any](ctx context.Context, l *Ops, op, workspaceID string, req payoutkit.PageRequest, query string,
 	scan func(Scanner, ...any) (T, error), args ...any,
 ) (payoutkit.Page[T], error) {
 	req = req.Normalize()
@@ -40,13 +67,13 @@ func List[T any](ctx context.Context, l *Lister, op, workspaceID string, req pay
 	if err != nil {
 		return payoutkit.Page[T]{}, err
 	}
-	rows, err := l.Reader().QueryContext(ctx, query, append([]any{workspaceID, before, req.Limit + 1}, args...)...)
+	rows, err := l.w.Reader().QueryContext(ctx, query, append([]any{workspaceID, before, req.Limit + 1}, args...)...)
 	if err != nil {
-		return payoutkit.Page[T]{}, l.Translate(ctx, op, err)
+		return payoutkit.Page[T]{}, l.c.Translate(ctx, op, err)
 	}
 	items, seqs, err := CollectSeqs(rows, scan)
 	if err != nil {
-		return payoutkit.Page[T]{}, l.Translate(ctx, op, err)
+		return payoutkit.Page[T]{}, l.c.Translate(ctx, op, err)
 	}
 	var page payoutkit.Page[T]
 	if len(items) > req.Limit {
@@ -55,8 +82,8 @@ func List[T any](ctx context.Context, l *Lister, op, workspaceID string, req pay
 	}
 	page.Items = items
 	if len(items) == 0 {
-		if err := WorkspaceExists(ctx, l.Reader(), workspaceID); err != nil {
-			return payoutkit.Page[T]{}, l.Translate(ctx, op, err)
+		if err := WorkspaceExists(ctx, l.w.Reader(), workspaceID); err != nil {
+			return payoutkit.Page[T]{}, l.c.Translate(ctx, op, err)
 		}
 	}
 	return page, nil
@@ -100,21 +127,21 @@ type NewestFilter struct {
 // one range of the index. The cursor is the last row's created_at in Unix
 // microseconds and its seq, "micros.seq". It asks for one row more than the
 // page holds to learn whether a next page exists.
-func ListNewest[T any](ctx context.Context, l *Lister, table, cols, workspaceID string, f NewestFilter, req payoutkit.PageRequest,
+func ListNewest[T any](ctx context.Context, l *Ops, table, cols, workspaceID string, f NewestFilter, req payoutkit.PageRequest,
 	scan func(Scanner, ...any) (T, error), created func(T) time.Time,
 ) (payoutkit.Page[T], error) {
 	req = req.Normalize()
-	query, args, err := l.NewestQuery(table, cols, workspaceID, f, req)
+	query, args, err := l.newestQuery(table, cols, workspaceID, f, req)
 	if err != nil {
 		return payoutkit.Page[T]{}, err
 	}
-	rows, err := l.Reader().QueryContext(ctx, query, args...)
+	rows, err := l.w.Reader().QueryContext(ctx, query, args...)
 	if err != nil {
-		return payoutkit.Page[T]{}, l.Translate(ctx, table, err)
+		return payoutkit.Page[T]{}, l.c.Translate(ctx, table, err)
 	}
 	items, seqs, err := CollectSeqs(rows, scan)
 	if err != nil {
-		return payoutkit.Page[T]{}, l.Translate(ctx, table, err)
+		return payoutkit.Page[T]{}, l.c.Translate(ctx, table, err)
 	}
 	var page payoutkit.Page[T]
 	if len(items) > req.Limit {
@@ -124,21 +151,21 @@ func ListNewest[T any](ctx context.Context, l *Lister, table, cols, workspaceID 
 	}
 	page.Items = items
 	if len(items) == 0 {
-		if err := WorkspaceExists(ctx, l.Reader(), workspaceID); err != nil {
-			return payoutkit.Page[T]{}, l.Translate(ctx, table, err)
+		if err := WorkspaceExists(ctx, l.w.Reader(), workspaceID); err != nil {
+			return payoutkit.Page[T]{}, l.c.Translate(ctx, table, err)
 		}
 	}
 	return page, nil
 }
 
-// NewestQuery builds ListNewest's statement and its arguments: one
+// newestQuery builds ListNewest's statement and its arguments: one
 // statement per combination of filters, so that each has its index.
-func (l *Lister) NewestQuery(table, cols, workspaceID string, f NewestFilter, req payoutkit.PageRequest) (string, []any, error) {
+func (l *Ops) newestQuery(table, cols, workspaceID string, f NewestFilter, req payoutkit.PageRequest) (string, []any, error) {
 	where := []string{"workspace_id = $1"}
 	args := []any{workspaceID}
 	arg := func(v any, cast string) string {
 		args = append(args, v)
-		return l.Param(len(args), cast)
+		return l.c.Param(len(args), cast)
 	}
 	if f.Status != "" {
 		where = append(where, "status = "+arg(f.Status, "text"))
@@ -147,19 +174,19 @@ func (l *Lister) NewestQuery(table, cols, workspaceID string, f NewestFilter, re
 		where = append(where, "payer_id = "+arg(f.PayerID, "text"))
 	}
 	if !f.From.IsZero() {
-		where = append(where, "created_at >= "+arg(l.TS(f.From), "timestamptz"))
+		where = append(where, "created_at >= "+arg(l.c.TS(f.From), "timestamptz"))
 	}
 	if !f.To.IsZero() {
-		where = append(where, "created_at < "+arg(l.TS(f.To), "timestamptz"))
+		where = append(where, "created_at < "+arg(l.c.TS(f.To), "timestamptz"))
 	}
 	if req.Cursor != "" {
 		at, seq, ok := ParseTimeCursor(req.Cursor)
 		if !ok {
 			return "", nil, payoutkit.ErrInvalidInput
 		}
-		where = append(where, "(created_at, seq) < ("+arg(l.TS(time.UnixMicro(at)), "timestamptz")+", "+arg(seq, "bigint")+")")
+		where = append(where, "(created_at, seq) < ("+arg(l.c.TS(time.UnixMicro(at)), "timestamptz")+", "+arg(seq, "bigint")+")")
 	}
-	query := "SELECT " + cols + ", seq FROM " + l.From(table, f) + " WHERE " + strings.Join(where, " AND ") +
+	query := "SELECT " + cols + ", seq FROM " + l.c.From(table, f) + " WHERE " + strings.Join(where, " AND ") +
 		" ORDER BY created_at DESC, seq DESC LIMIT " + arg(req.Limit+1, "integer")
 	return query, args, nil
 }
@@ -187,4 +214,10 @@ func digits(s string) bool {
 		}
 	}
 	return true
+}
+
+// NewestQuery is the statement and arguments ListNewest runs for table, for
+// tests that check its plan.
+func NewestQuery(o *Ops, table, cols, workspaceID string, f NewestFilter, req payoutkit.PageRequest) (string, []any, error) {
+	return o.newestQuery(table, cols, workspaceID, f, req)
 }

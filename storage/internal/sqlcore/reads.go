@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"context"
+	"time"
 
 	"github.com/payoutkit/payoutkit"
 )
@@ -123,4 +124,112 @@ func APIKeys(ctx context.Context, q Querier, workspaceID string) ([]payoutkit.AP
 		keys = []payoutkit.APIKey{}
 	}
 	return keys, err
+}
+
+// Point reads, which the SQLite store prepares and the PostgreSQL store
+// groups.
+const (
+	SelectPayoutSQL = `SELECT ` + PayoutReadCols + ` FROM payouts WHERE workspace_id = $1 AND payout_id = $2`
+	SelectOrderSQL  = `SELECT ` + OrderCols + ` FROM orders WHERE workspace_id = $1 AND order_id = $2`
+	BalanceSQL      = `SELECT available, in_progress FROM balances WHERE workspace_id = $1`
+)
+
+// Payout implements payoutkit.PayoutStore.
+func (o *Ops) Payout(ctx context.Context, workspaceID, payoutID string) (payoutkit.Payout, error) {
+	p, err := ScanPayout(o.w.ReadRow(ctx, SelectPayoutSQL, workspaceID, payoutID))
+	if err != nil {
+		return payoutkit.Payout{}, o.c.Translate(ctx, "payout", err)
+	}
+	return p, nil
+}
+
+// Payouts implements payoutkit.PayoutStore.
+func (o *Ops) Payouts(ctx context.Context, workspaceID string, f payoutkit.PayoutFilter, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Payout], error) {
+	return ListNewest(ctx, o, "payouts", PayoutReadCols, workspaceID,
+		NewestFilter{Status: string(f.Status), PayerID: f.PayerID, From: f.CreatedFrom, To: f.CreatedTo}, page,
+		ScanPayout, func(p payoutkit.Payout) time.Time { return p.CreatedAt })
+}
+
+// Order implements payoutkit.OrderStore.
+func (o *Ops) Order(ctx context.Context, workspaceID, orderID string) (payoutkit.Order, error) {
+	ord, err := ScanOrder(o.w.ReadRow(ctx, SelectOrderSQL, workspaceID, orderID))
+	if err != nil {
+		return payoutkit.Order{}, o.c.Translate(ctx, "order", err)
+	}
+	return ord, nil
+}
+
+// Orders implements payoutkit.OrderStore.
+func (o *Ops) Orders(ctx context.Context, workspaceID string, f payoutkit.OrderFilter, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Order], error) {
+	return ListNewest(ctx, o, "orders", OrderCols, workspaceID,
+		NewestFilter{Status: string(f.Status), PayerID: f.PayerID, From: f.CreatedFrom, To: f.CreatedTo}, page,
+		ScanOrder, func(ord payoutkit.Order) time.Time { return ord.CreatedAt })
+}
+
+// Balance implements payoutkit.LedgerStore.
+func (o *Ops) Balance(ctx context.Context, workspaceID string) (payoutkit.Balance, error) {
+	var b payoutkit.Balance
+	err := o.w.ReadRow(ctx, BalanceSQL, workspaceID).Scan(&b.Available, &b.InProgress)
+	if err != nil {
+		return payoutkit.Balance{}, o.c.Translate(ctx, "balance", err)
+	}
+	return b, nil
+}
+
+// Ledger implements payoutkit.LedgerStore.
+func (o *Ops) Ledger(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.LedgerEntry], error) {
+	return List(ctx, o, "ledger", workspaceID, page, LedgerPageSQL, ScanLedger)
+}
+
+// Audit implements payoutkit.LedgerStore. It is one statement, and so one
+// consistent snapshot: every sum sees the same commits.
+func (o *Ops) Audit(ctx context.Context, workspaceID string) (payoutkit.Audit, error) {
+	a, err := ReadAudit(ctx, o.w.Reader(), workspaceID)
+	if err != nil {
+		return payoutkit.Audit{}, o.c.Translate(ctx, "audit", err)
+	}
+	return a, nil
+}
+
+// Customers implements payoutkit.LedgerStore.
+func (o *Ops) Customers(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Customer], error) {
+	return List(ctx, o, "customers", workspaceID, page, CustomerPageSQL, ScanCustomer)
+}
+
+// Events implements payoutkit.Outbox.
+func (o *Ops) Events(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Event], error) {
+	return List(ctx, o, "events", workspaceID, page, EventPageSQL, ScanEvent)
+}
+
+// Event implements payoutkit.Outbox.
+func (o *Ops) Event(ctx context.Context, workspaceID, eventID string) (payoutkit.Event, error) {
+	ev, err := ReadEvent(ctx, o.w.Reader(), workspaceID, eventID)
+	if err != nil {
+		return payoutkit.Event{}, o.c.Translate(ctx, "event", err)
+	}
+	return ev, nil
+}
+
+// SubjectEvents implements payoutkit.Outbox.
+func (o *Ops) SubjectEvents(ctx context.Context, workspaceID, subject string) ([]payoutkit.Event, error) {
+	evs, err := SubjectEvents(ctx, o.w.Reader(), workspaceID, subject)
+	return evs, o.c.Translate(ctx, "subject events", err)
+}
+
+// DeliveryAttempts implements payoutkit.Outbox.
+func (o *Ops) DeliveryAttempts(ctx context.Context, workspaceID, eventID string) ([]payoutkit.DeliveryAttempt, error) {
+	if _, err := o.Event(ctx, workspaceID, eventID); err != nil {
+		return nil, err
+	}
+	out, err := DeliveryAttempts(ctx, o.w.Reader(), eventID)
+	return out, o.c.Translate(ctx, "delivery attempts", err)
+}
+
+// OutboxHealth implements payoutkit.Outbox: one statement, one snapshot.
+func (o *Ops) OutboxHealth(ctx context.Context) (payoutkit.OutboxHealth, error) {
+	h, err := OutboxHealth(ctx, o.w.Reader())
+	if err != nil {
+		return payoutkit.OutboxHealth{}, o.c.Translate(ctx, "outbox health", err)
+	}
+	return h, nil
 }
