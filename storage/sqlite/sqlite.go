@@ -354,6 +354,9 @@ func open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if strings.TrimSpace(dsn) == "" {
 		return nil, errors.New("sqlstore: empty DSN: give a SQLite file path or a postgres:// URL")
 	}
+	if lower := strings.ToLower(dsn); strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://") {
+		return nil, errors.New("sqlstore: a postgres:// URL is a PostgreSQL database: open it with storage/postgres")
+	}
 	path, params, err := parseSQLiteDSN(dsn)
 	if err != nil {
 		return nil, err
