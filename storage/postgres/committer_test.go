@@ -144,9 +144,9 @@ func TestBatchPipelined(t *testing.T) {
 		reqs = append(reqs, e.request(c, true))
 	}
 	c := e.s.d.batch
-	batches, piped := c.batches.Load(), c.pipelinedBatches.Load()
+	batches, piped := c.Batches.Load(), c.pipelinedBatches.Load()
 	c.run(reqs)
-	if n, p := c.batches.Load()-batches, c.pipelinedBatches.Load()-piped; n != 1 || p != 1 {
+	if n, p := c.Batches.Load()-batches, c.pipelinedBatches.Load()-piped; n != 1 || p != 1 {
 		t.Fatalf("%d transactions, %d pipelined; want 1 and 1", n, p)
 	}
 	for i, c := range calls {
@@ -174,7 +174,7 @@ func (e *batchEnv) create(name, ws, id string, amount payoutkit.Amount, wantErr 
 func (e *batchEnv) request(c createCall, _ bool) *txRequest {
 	r := newTxRequest(c.op.run)
 	if e.piped {
-		r.pipe = c.op.pipe()
+		r.Extra = c.op.pipe()
 	}
 	return r
 }
@@ -182,7 +182,7 @@ func (e *batchEnv) request(c createCall, _ bool) *txRequest {
 // check reports a wrong answer to c's request r.
 func (c createCall) check(t *testing.T, r *txRequest) {
 	t.Helper()
-	stored, created, err := c.op.result(t.Context(), <-r.done)
+	stored, created, err := c.op.result(t.Context(), <-r.Done())
 	switch {
 	case !errors.Is(err, c.wantErr) || (err != nil) != (c.wantErr != nil):
 		t.Errorf("%s: err %v; want %v", c.name, err, c.wantErr)
@@ -228,12 +228,12 @@ func testBatchMixedAnswers(t *testing.T, e *batchEnv, refusalSafe bool) {
 		panic("boom")
 	})
 	reqs = append(reqs[:3], append([]*txRequest{panicky}, reqs[3:]...)...)
-	before := e.s.d.batch.batches.Load()
+	before := e.s.d.batch.Batches.Load()
 	e.s.d.batch.run(reqs)
-	if n := e.s.d.batch.batches.Load() - before; n != 1 && !refusalSafe {
+	if n := e.s.d.batch.Batches.Load() - before; n != 1 && !refusalSafe {
 		t.Fatalf("%d transactions; want 1", n)
 	}
-	if err := <-panicky.done; err == nil {
+	if err := <-panicky.Done(); err == nil {
 		t.Error("the panicking write reported no error")
 	}
 	for i, c := range calls {
@@ -268,7 +268,7 @@ func TestBatchOverdraftLeavesNoPayout(t *testing.T) {
 			}
 			e.s.d.batch.run(reqs)
 			for i, want := range []error{nil, payoutkit.ErrInsufficientBalance, nil} {
-				if _, _, err := ops[i].result(t.Context(), <-reqs[i].done); !errors.Is(err, want) || (err != nil) != (want != nil) {
+				if _, _, err := ops[i].result(t.Context(), <-reqs[i].Done()); !errors.Is(err, want) || (err != nil) != (want != nil) {
 					t.Fatalf("payout %d: %v; want %v", i+1, err, want)
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/storage/internal/sqlcore"
 	"github.com/payoutkit/payoutkit/storage/postgres/pgtest"
 )
 
@@ -28,7 +29,7 @@ func testCommitObserver(t *testing.T, dsn string) {
 		defer mu.Unlock()
 		calls++
 		writes += n
-		zero = zero || n < 1 || n > maxBatch || d <= 0
+		zero = zero || n < 1 || n > sqlcore.MaxBatch || d <= 0
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -69,8 +70,8 @@ func testCommitObserver(t *testing.T, dsn string) {
 	}
 	var wantCalls, wantWrites int64
 	for _, c := range s.d.committers {
-		wantCalls += c.batches.Load()
-		wantWrites += c.writes.Load()
+		wantCalls += c.Batches.Load()
+		wantWrites += c.Writes.Load()
 	}
 	mu.Lock()
 	defer mu.Unlock()

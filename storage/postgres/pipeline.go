@@ -39,7 +39,7 @@ type pgPipe struct {
 func pipelined(batch []*txRequest) []*txRequest {
 	var out []*txRequest
 	for _, r := range batch {
-		if r.pipe != nil {
+		if r.Extra != nil {
 			out = append(out, r)
 		}
 	}
@@ -58,7 +58,7 @@ func runPipeline(ctx context.Context, conn *sql.Conn, piped []*txRequest) (thens
 		}
 		var b pgx.Batch
 		for _, r := range piped {
-			b.Queue(r.pipe.query, r.pipe.args...)
+			b.Queue(r.Extra.query, r.Extra.args...)
 		}
 		br := sc.Conn().SendBatch(ctx, &b)
 		defer func() {
@@ -67,8 +67,8 @@ func runPipeline(ctx context.Context, conn *sql.Conn, piped []*txRequest) (thens
 			}
 		}()
 		for _, r := range piped {
-			then, rerr := readPiped(r.pipe, br)
-			r.err = rerr
+			then, rerr := readPiped(r.Extra, br)
+			r.Err = rerr
 			switch {
 			case then != nil:
 				if thens == nil {

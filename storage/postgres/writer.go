@@ -176,7 +176,7 @@ func (d *db) Committed() { d.work.Notify() }
 func (d *db) Close() error {
 	d.stopStatistics()
 	for _, c := range d.committers {
-		c.close()
+		c.Close()
 	}
 	if d.callerDB {
 		return nil // the caller's to close

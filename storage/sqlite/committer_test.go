@@ -145,14 +145,14 @@ func (e *batchEnv) create(name, ws, id string, amount payoutkit.Amount, wantErr 
 // request is c's write for the committer.
 func (e *batchEnv) request(c createCall, refusalSafe bool) *txRequest {
 	r := newTxRequest(c.op.run)
-	r.refusalSafe = refusalSafe
+	r.Extra.refusalSafe = refusalSafe
 	return r
 }
 
 // check reports a wrong answer to c's request r.
 func (c createCall) check(t *testing.T, r *txRequest) {
 	t.Helper()
-	stored, created, err := c.op.result(t.Context(), <-r.done)
+	stored, created, err := c.op.result(t.Context(), <-r.Done())
 	switch {
 	case !errors.Is(err, c.wantErr) || (err != nil) != (c.wantErr != nil):
 		t.Errorf("%s: err %v; want %v", c.name, err, c.wantErr)
@@ -198,12 +198,12 @@ func testBatchMixedAnswers(t *testing.T, e *batchEnv, refusalSafe bool) {
 		panic("boom")
 	})
 	reqs = append(reqs[:3], append([]*txRequest{panicky}, reqs[3:]...)...)
-	before := e.s.d.batch.batches.Load()
+	before := e.s.d.batch.Batches.Load()
 	e.s.d.batch.run(reqs)
-	if n := e.s.d.batch.batches.Load() - before; n != 1 && !refusalSafe {
+	if n := e.s.d.batch.Batches.Load() - before; n != 1 && !refusalSafe {
 		t.Fatalf("%d transactions; want 1", n)
 	}
-	if err := <-panicky.done; err == nil {
+	if err := <-panicky.Done(); err == nil {
 		t.Error("the panicking write reported no error")
 	}
 	for i, c := range calls {
@@ -222,7 +222,7 @@ func TestBatchConcurrentNoOverdraft(t *testing.T) {
 	const callers, n = 200, 37
 	e := newBatchEnv(t, n*100)
 	release := e.hold() // let every caller queue up first
-	b0, w0 := e.s.d.batch.batches.Load(), e.s.d.batch.writes.Load()
+	b0, w0 := e.s.d.batch.Batches.Load(), e.s.d.batch.Writes.Load()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	accepted, refused := 0, 0
@@ -246,7 +246,7 @@ func TestBatchConcurrentNoOverdraft(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "the callers to queue", func() bool { return len(e.s.d.batch.reqs) >= callers/2 })
+	waitFor(t, "the callers to queue", func() bool { return e.s.d.batch.Queued() >= callers/2 })
 	release()
 	wg.Wait()
 	if accepted != n || refused != callers-n {
@@ -256,7 +256,7 @@ func TestBatchConcurrentNoOverdraft(t *testing.T) {
 	if a.Available != 0 || a.SubmittedPayouts != n*100 {
 		t.Fatalf("audit %+v", a)
 	}
-	batches, writes := e.s.d.batch.batches.Load()-b0, e.s.d.batch.writes.Load()-w0
+	batches, writes := e.s.d.batch.Batches.Load()-b0, e.s.d.batch.Writes.Load()-w0
 	t.Logf("%d writes in %d transactions", writes, batches)
 	if writes != callers || batches >= writes/4 {
 		t.Fatalf("%d writes in %d transactions; want %d writes in far fewer transactions", writes, batches, callers)
@@ -269,7 +269,7 @@ func TestBatchCommitFailure(t *testing.T) {
 	e := newBatchEnv(t, 500)
 	errCommit := errors.New("injected commit failure")
 	fail := func(int) error { return errCommit }
-	e.s.d.batch.beforeCommit.Store(&fail)
+	e.s.d.batch.BeforeCommit.Store(&fail)
 
 	var ops []*createPayoutOp
 	var reqs []*txRequest
@@ -284,7 +284,7 @@ func TestBatchCommitFailure(t *testing.T) {
 	}
 	e.s.d.batch.run(reqs)
 	for i, op := range ops {
-		if _, _, err := op.result(t.Context(), <-reqs[i].done); !errors.Is(err, errCommit) {
+		if _, _, err := op.result(t.Context(), <-reqs[i].Done()); !errors.Is(err, errCommit) {
 			t.Errorf("write %d (%s): %v; want the commit's error", i, op.p.PayoutID, err)
 		}
 	}
@@ -305,7 +305,7 @@ func TestBatchCommitFailure(t *testing.T) {
 		t.Fatalf("audit %+v; want nothing changed", a)
 	}
 
-	e.s.d.batch.beforeCommit.Store(nil)
+	e.s.d.batch.BeforeCommit.Store(nil)
 	for _, id := range []string{"po-1", "po-3"} {
 		p, ev := e.payout(e.ws, id, 200)
 		if _, created, err := e.s.CreatePayout(t.Context(), p, ev); err != nil || !created {
@@ -322,7 +322,7 @@ func TestBatchCommitFailure(t *testing.T) {
 func TestBatchCancelledBeforePickup(t *testing.T) {
 	e := newBatchEnv(t, 500)
 	release := e.hold()
-	b0 := e.s.d.batch.batches.Load()
+	b0 := e.s.d.batch.Batches.Load()
 	first := make(chan error, 1)
 	go func() {
 		p, ev := e.payout(e.ws, "po-taken", 100)
@@ -330,7 +330,7 @@ func TestBatchCancelledBeforePickup(t *testing.T) {
 		defer cancel()
 		go func() {
 			// cancelled once taken: it completes all the same
-			for e.s.d.batch.batches.Load() == b0 {
+			for e.s.d.batch.Batches.Load() == b0 {
 				time.Sleep(time.Millisecond)
 			}
 			cancel()
@@ -338,7 +338,7 @@ func TestBatchCancelledBeforePickup(t *testing.T) {
 		_, _, err := e.s.CreatePayout(ctx, p, ev)
 		first <- err
 	}()
-	waitFor(t, "the first write to be taken", func() bool { return e.s.d.batch.batches.Load() > b0 })
+	waitFor(t, "the first write to be taken", func() bool { return e.s.d.batch.Batches.Load() > b0 })
 
 	p, ev := e.payout(e.ws, "po-dropped", 100)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -347,7 +347,7 @@ func TestBatchCancelledBeforePickup(t *testing.T) {
 		_, _, err := e.s.CreatePayout(ctx, p, ev)
 		second <- err
 	}()
-	waitFor(t, "the second write to queue", func() bool { return len(e.s.d.batch.reqs) == 1 })
+	waitFor(t, "the second write to queue", func() bool { return e.s.d.batch.Queued() == 1 })
 	cancel()
 	select {
 	case err := <-second:
@@ -384,7 +384,7 @@ func TestBatchCloseWithQueuedWrites(t *testing.T) {
 	goroutines := runtime.NumGoroutine()
 	e := newBatchEnv(t, 100000)
 	release := e.hold()
-	w0 := e.s.d.batch.writes.Load()
+	w0 := e.s.d.batch.Writes.Load()
 	const callers = 50
 	results := make(chan error, callers)
 	for i := range callers {
@@ -395,14 +395,12 @@ func TestBatchCloseWithQueuedWrites(t *testing.T) {
 		}()
 	}
 	waitFor(t, "the callers to queue", func() bool { // behind the batch blocked at BEGIN
-		return len(e.s.d.batch.reqs)+int(e.s.d.batch.writes.Load()-w0) == callers
+		return e.s.d.batch.Queued()+int(e.s.d.batch.Writes.Load()-w0) == callers
 	})
 	closed := make(chan error, 1)
 	go func() { closed <- e.s.Close() }()
 	waitFor(t, "Close to stop submissions", func() bool {
-		e.s.d.batch.mu.RLock()
-		defer e.s.d.batch.mu.RUnlock()
-		return e.s.d.batch.closed
+		return e.s.d.batch.Closed()
 	})
 	release()
 	select {
@@ -450,14 +448,14 @@ func TestBatchClaimCommitFailure(t *testing.T) {
 	now := time.Now().Add(48 * time.Hour) // after the events' times, which the helper fixes
 	errCommit := errors.New("injected commit failure")
 	fail := func(int) error { return errCommit }
-	e.s.d.batch.beforeCommit.Store(&fail)
+	e.s.d.batch.BeforeCommit.Store(&fail)
 	if _, err := e.s.ClaimEvents(t.Context(), "d1", now, now.Add(time.Minute), 10); !errors.Is(err, errCommit) {
 		t.Fatalf("ClaimEvents: %v; want the commit's error", err)
 	}
 	if _, err := e.s.ClaimPayoutHandoffs(t.Context(), "h1", now, now.Add(time.Minute), 10); !errors.Is(err, errCommit) {
 		t.Fatalf("ClaimPayoutHandoffs: %v; want the commit's error", err)
 	}
-	e.s.d.batch.beforeCommit.Store(nil)
+	e.s.d.batch.BeforeCommit.Store(nil)
 	evs, err := e.s.ClaimEvents(t.Context(), "d2", now, now.Add(time.Minute), 10)
 	if err != nil || len(evs) != 2 { // order.paid, payout.submitted
 		t.Fatalf("ClaimEvents after the failure: %d events, %v; want 2", len(evs), err)
@@ -490,7 +488,7 @@ func TestBatchOverdraftLeavesNoPayout(t *testing.T) {
 			}
 			e.s.d.batch.run(reqs)
 			for i, want := range []error{nil, payoutkit.ErrInsufficientBalance, nil} {
-				if _, _, err := ops[i].result(t.Context(), <-reqs[i].done); !errors.Is(err, want) || (err != nil) != (want != nil) {
+				if _, _, err := ops[i].result(t.Context(), <-reqs[i].Done()); !errors.Is(err, want) || (err != nil) != (want != nil) {
 					t.Fatalf("payout %d: %v; want %v", i+1, err, want)
 				}
 			}

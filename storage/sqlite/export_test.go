@@ -13,7 +13,7 @@ func BatchStats(s *Store) (batches, writes int64) {
 	if s.d.batch == nil {
 		return 0, 0
 	}
-	return s.d.batch.batches.Load(), s.d.batch.writes.Load()
+	return s.d.batch.Batches.Load(), s.d.batch.Writes.Load()
 }
 
 // Migrations returns how many migrations the store has.

@@ -117,7 +117,7 @@ func (d *db) Committed() { d.work.Notify() }
 // New's, which stays open).
 func (d *db) Close() error {
 	if d.batch != nil {
-		d.batch.close()
+		d.batch.Close()
 	}
 	d.priorityMu.Lock()
 	d.closing = true
