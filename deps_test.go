@@ -16,9 +16,9 @@ var unwantedDeps = []string{
 	"github.com/jackc/pgx",
 }
 
-// A program that imports the engine, the in-memory store, the HTTP API and
-// the portal builds none of unwantedDeps: those belong to the examples'
-// module, to tests, or to the PostgreSQL store alone.
+// A program that imports the engine, the in-memory and SQLite stores, the
+// HTTP API and the portal builds none of unwantedDeps: those belong to the
+// examples' module, to tests, or to the PostgreSQL store alone.
 func TestEmbeddingPullsNoExtraDependencies(t *testing.T) {
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
@@ -27,6 +27,7 @@ func TestEmbeddingPullsNoExtraDependencies(t *testing.T) {
 	embedded := []string{
 		"github.com/payoutkit/payoutkit",
 		"github.com/payoutkit/payoutkit/storage/memstore",
+		"github.com/payoutkit/payoutkit/storage/sqlite",
 		"github.com/payoutkit/payoutkit/httpserver",
 		"github.com/payoutkit/payoutkit/portal",
 	}

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/payoutkit/payoutkit"
-	"github.com/payoutkit/payoutkit/storage/sqlstore"
+	"github.com/payoutkit/payoutkit/storage/sqlite"
 )
 
 // countingProcessor accepts every payout, as the sandbox does, and counts
@@ -35,7 +35,7 @@ func (p *countingProcessor) Submit(context.Context, payoutkit.Submission, payout
 func BenchmarkDispatch(b *testing.B) {
 	ctx := b.Context()
 	quiet := slog.New(slog.DiscardHandler)
-	s, err := sqlstore.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlstore.WithLogger(quiet))
+	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlite.WithLogger(quiet))
 	if err != nil {
 		b.Fatal(err)
 	}

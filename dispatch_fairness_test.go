@@ -9,7 +9,8 @@ import (
 
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/storage/memstore"
-	"github.com/payoutkit/payoutkit/storage/sqlstore"
+	"github.com/payoutkit/payoutkit/storage/postgres"
+	"github.com/payoutkit/payoutkit/storage/sqlite"
 )
 
 // A workspace whose receiver hangs, with hundreds of events due, never keeps
@@ -65,5 +66,6 @@ func TestBacklogDoesNotDelayOtherWorkspaces(t *testing.T) {
 // The module's stores are Stores, and so claim fairly (ClaimEventsExcept).
 var (
 	_ payoutkit.Store = (*memstore.Store)(nil)
-	_ payoutkit.Store = (*sqlstore.Store)(nil)
+	_ payoutkit.Store = (*sqlite.Store)(nil)
+	_ payoutkit.Store = (*postgres.Store)(nil)
 )

@@ -5,18 +5,19 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/payoutkit/payoutkit/storage/sqlstore/sqltest"
-
 	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/payoutkit/payoutkit"
-	"github.com/payoutkit/payoutkit/storage/sqlstore"
+	"github.com/payoutkit/payoutkit/storage/postgres"
+	"github.com/payoutkit/payoutkit/storage/postgres/pgtest"
+	"github.com/payoutkit/payoutkit/storage/sqlite"
 )
 
 // Two dispatchers, each with its own store and engine as two server
@@ -26,10 +27,10 @@ import (
 // receiver exactly once, each payout's in order, and each payout is handed
 // over exactly once.
 func TestTwoDispatchersOnPostgres(t *testing.T) {
-	dsn := sqltest.Postgres(t)
+	dsn := pgtest.Postgres(t)
 	const workspaces, payoutsPer = 8, 63 // 8 × (1 order.paid + 63 × 2) = 1016 events
 
-	var stores [2]*sqlstore.Store
+	var stores [2]payoutkit.Store
 	var engines [2]*payoutkit.Engine
 	proc := &settlingProcessor{calls: map[string]int{}}
 	for i := range stores {
@@ -262,10 +263,17 @@ func TestScheduleOnSQLite(t *testing.T) {
 	e.waitDelivered(ws.ID)
 }
 
-// openStore opens a store on dsn, closed at the test's end.
-func openStore(t *testing.T, dsn string) *sqlstore.Store {
+// openStore opens a store on dsn, closed at the test's end: a
+// "postgres://" URL with storage/postgres, a file path with storage/sqlite.
+func openStore(t *testing.T, dsn string) payoutkit.Store {
 	t.Helper()
-	s, err := sqlstore.Open(t.Context(), dsn)
+	var s payoutkit.Store
+	var err error
+	if strings.HasPrefix(dsn, "postgres://") {
+		s, err = postgres.Open(t.Context(), dsn)
+	} else {
+		s, err = sqlite.Open(t.Context(), dsn)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

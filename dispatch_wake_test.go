@@ -7,13 +7,15 @@ import (
 
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/storage/memstore"
-	"github.com/payoutkit/payoutkit/storage/sqlstore"
-	"github.com/payoutkit/payoutkit/storage/sqlstore/sqltest"
+	"github.com/payoutkit/payoutkit/storage/postgres"
+	"github.com/payoutkit/payoutkit/storage/postgres/pgtest"
+	"github.com/payoutkit/payoutkit/storage/sqlite"
 )
 
 var (
 	_ payoutkit.WorkNotifier = (*memstore.Store)(nil)
-	_ payoutkit.WorkNotifier = (*sqlstore.Store)(nil)
+	_ payoutkit.WorkNotifier = (*sqlite.Store)(nil)
+	_ payoutkit.WorkNotifier = (*postgres.Store)(nil)
 )
 
 // Work committed while the dispatcher runs is claimed at once, without a
@@ -28,7 +30,7 @@ func TestNewWorkClaimedAtOnce(t *testing.T) {
 			return openStore(t, filepath.Join(t.TempDir(), "payoutkit.db"))
 		},
 		"postgres": func(t *testing.T) payoutkit.Store {
-			return openStore(t, sqltest.Postgres(t))
+			return openStore(t, pgtest.Postgres(t))
 		},
 	}
 	for name, open := range stores {

@@ -5,7 +5,7 @@
 // # Embedding
 //
 // Build an Engine with New over a Store (storage/memstore for tests,
-// storage/sqlstore for SQLite or PostgreSQL), start its loops, and stop
+// storage/sqlite or storage/postgres), start its loops, and stop
 // them when done:
 //
 //	engine, err := payoutkit.New(store, &payoutkit.Config{Processor: rail})
@@ -221,8 +221,8 @@ type Engine struct {
 var _ Service = (*Engine)(nil)
 
 // WithStore returns an engine with e's configuration over store: over a
-// store bound to the caller's database transaction
-// (sqlstore.Store.WithTx), its payouts, orders and settlements commit or
+// store bound to the caller's database transaction (sqlite.Store.WithTx,
+// postgres.Store.WithTx), its payouts, orders and settlements commit or
 // roll back with the caller's own writes:
 //
 //	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/portal"
-	"github.com/payoutkit/payoutkit/storage/sqlstore"
+	"github.com/payoutkit/payoutkit/storage/sqlite"
 )
 
 // benchPayouts is the size of the workspace the page benchmarks read.
@@ -46,7 +46,7 @@ var bigWorkspace = sync.OnceValues(func() (fixture, error) {
 	benchDir = dir
 	ctx := context.Background()
 	path := filepath.Join(dir, "big.db")
-	store, err := sqlstore.Open(ctx, path, sqlstore.WithLogger(slog.New(slog.DiscardHandler)))
+	store, err := sqlite.Open(ctx, path, sqlite.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		return fixture{}, err
 	}

@@ -1,13 +1,14 @@
 // Command bunapp is a program that already runs bun (on SQLite here;
-// PostgreSQL works the same with pgdialect) and embeds payoutkit in it:
+// PostgreSQL works the same with pgdialect and storage/postgres) and embeds
+// payoutkit in it:
 //
 //   - its own bun migrator creates its own table and payoutkit's tables
-//     (sqlstore.AddMigrations);
+//     (sqlite.AddMigrations);
 //
-//   - payoutkit's store runs over its *bun.DB (sqlstore.New);
+//   - payoutkit's store runs over its *bun.DB (sqlite.New);
 //
 //   - one transaction writes its own row and a payout together
-//     (sqlstore.Store.WithTx, payoutkit.Engine.WithStore): both commit, or
+//     (sqlite.Store.WithTx, payoutkit.Engine.WithStore): both commit, or
 //     neither does.
 //
 //     go run ./examples/bunapp -db ./bunapp.db
@@ -30,7 +31,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/payoutkit/payoutkit"
-	"github.com/payoutkit/payoutkit/storage/sqlstore"
+	"github.com/payoutkit/payoutkit/storage/sqlite"
 )
 
 func main() {
@@ -53,7 +54,7 @@ type withdrawalRequest struct {
 }
 
 func run(ctx context.Context, path string, out io.Writer) error {
-	// The program's database, opened as sqlstore.New asks on SQLite: the WAL
+	// The program's database, opened as sqlite.New asks on SQLite: the WAL
 	// journal, IMMEDIATE transactions, a busy timeout, foreign keys.
 	q := url.Values{"_txlock": {"immediate"}, "_pragma": {"journal_mode(WAL)", "busy_timeout(5000)", "foreign_keys(1)"}}
 	sqldb, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
@@ -71,7 +72,7 @@ func run(ctx context.Context, path string, out io.Writer) error {
 		return err
 	}
 	migrations.Add(own)
-	if err := sqlstore.AddMigrations(migrations, db.Dialect().Name()); err != nil {
+	if err := sqlite.AddMigrations(migrations); err != nil {
 		return err
 	}
 	migrator := migrate.NewMigrator(db, migrations)
@@ -86,7 +87,7 @@ func run(ctx context.Context, path string, out io.Writer) error {
 
 	// payoutkit over the same *bun.DB: its schema is current already.
 	quiet := slog.New(slog.DiscardHandler)
-	store, err := sqlstore.New(ctx, db, sqlstore.WithLogger(quiet))
+	store, err := sqlite.New(ctx, db, sqlite.WithLogger(quiet))
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver, for VACUUM
 	"github.com/payoutkit/payoutkit"
-	"github.com/payoutkit/payoutkit/storage/sqlstore"
 )
 
 // prefill stores n payouts in workspace w before the server starts, so that
@@ -24,7 +23,7 @@ import (
 // server would store them; the workspace has no webhook URL yet, so their
 // events are kept and never sent (the URL is set afterwards).
 func prefill(ctx context.Context, db string, w *workspace, n int, cents int64, progress func(string, ...any)) error {
-	store, err := sqlstore.Open(ctx, db, sqlstore.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	store, err := openStore(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -77,7 +76,7 @@ func prefill(ctx context.Context, db string, w *workspace, n int, cents int64, p
 	if err := handOffAll(ctx, store, progress); err != nil {
 		return err
 	}
-	if store.Dialect() == sqlstore.DialectPostgres {
+	if isPostgres(db) {
 		return vacuum(ctx, db, progress)
 	}
 	return nil
@@ -106,7 +105,7 @@ func vacuum(ctx context.Context, dsn string, progress func(string, ...any)) erro
 // the server's dispatcher would have done while they were made: without
 // it, the started server spends the run handing off the prefilled backlog,
 // and the run measures that rather than its requests.
-func handOffAll(ctx context.Context, store *sqlstore.Store, progress func(string, ...any)) error {
+func handOffAll(ctx context.Context, store payoutkit.Store, progress func(string, ...any)) error {
 	start := time.Now()
 	leases := make(chan payoutkit.PayoutLease, 1000)
 	errs := make(chan error, 65) // each marker's and the claims'

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/payoutkit/payoutkit"
-	"github.com/payoutkit/payoutkit/storage/sqlstore"
+	"github.com/payoutkit/payoutkit/storage/sqlite"
 )
 
 // The prefilled payouts leave no hand-off for the started server to do:
@@ -15,7 +15,7 @@ import (
 func TestPrefillLeavesNoBacklog(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "prefill.db")
-	store, err := sqlstore.Open(ctx, path, sqlstore.WithLogger(slog.New(slog.DiscardHandler)))
+	store, err := sqlite.Open(ctx, path, sqlite.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}

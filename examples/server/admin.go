@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/payoutkit/payoutkit"
-	"github.com/payoutkit/payoutkit/storage/sqlstore"
 )
 
 // workspaceJSON is what workspace create (and the first serve) prints.
@@ -33,7 +32,7 @@ func printJSON(w io.Writer, v any) error {
 }
 
 // adminBusyTimeout is how long an admin command waits for SQLite's write
-// lock. A command opens its store with sqlstore.WithPriorityWrites, so a
+// lock. A command opens its store with sqlite.WithPriorityWrites, so a
 // server beside it pauses between its group commits while the command runs,
 // and the command gets the lock at its next try (well within a second, even
 // under a heavy write load); the wait only bounds the unexpected, such as
@@ -42,7 +41,7 @@ const adminBusyTimeout = 30 * time.Second
 
 // adminStore opens the database for one command.
 func adminStore(ctx context.Context, dsn string, log *slog.Logger) (payoutkit.Store, error) {
-	return openStore(ctx, dsn, log, sqlstore.WithBusyTimeout(adminBusyTimeout), sqlstore.WithPriorityWrites())
+	return openStore(ctx, dsn, log, asAdmin())
 }
 
 // adminEngine opens the database and an engine over it for one command.

@@ -34,7 +34,7 @@ import (
 	"time"
 
 	"github.com/payoutkit/payoutkit"
-	"github.com/payoutkit/payoutkit/storage/sqlstore/sqltest"
+	"github.com/payoutkit/payoutkit/storage/postgres/pgtest"
 )
 
 // envFaultFull turns on the full counts of the fault suites.
@@ -643,7 +643,7 @@ func TestFaultSIGKILLSQLite(t *testing.T) {
 // TestFaultSIGKILLPostgres: the same on PostgreSQL.
 func TestFaultSIGKILLPostgres(t *testing.T) {
 	skipShortFault(t)
-	faultSIGKILL(t, sqltest.Postgres(t))
+	faultSIGKILL(t, pgtest.Postgres(t))
 }
 
 func faultSIGKILL(t *testing.T, dsn string) {
@@ -730,7 +730,7 @@ func TestFaultSQLiteLocked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Take the lock as an admin command does (sqlstore.WithPriorityWrites):
+		// Take the lock as an admin command does (sqlite.WithPriorityWrites):
 		// under this load the server leaves it free only for moments, so
 		// it is asked to pause, then made to wait behind the held lock.
 		priority := dsn + "-priority"
@@ -787,7 +787,7 @@ func TestFaultSQLiteAdminUnderLoad(t *testing.T) {
 	ws, c, p := r.ws, r.c, r.p
 
 	// A command, started as its own process, has the server pause between
-	// its commits (sqlstore.WithPriorityWrites) and so gets the lock at its
+	// its commits (sqlite.WithPriorityWrites) and so gets the lock at its
 	// next try: a few seconds cover the process start even under -race.
 	const limit = 5 * time.Second
 	admin := func(args ...string) []byte {
@@ -839,7 +839,7 @@ func TestFaultSQLiteAdminUnderLoad(t *testing.T) {
 // retries converge and the audit passes.
 func TestFaultPostgresConnectionCuts(t *testing.T) {
 	skipShortFault(t)
-	dsn := sqltest.Postgres(t)
+	dsn := pgtest.Postgres(t)
 	proxied, proxy := proxiedDSN(t, dsn)
 	r := startFaultRun(t, dsn, proxied, "100000.00", 8, 20, 30*time.Second)
 	c := r.c
@@ -874,7 +874,7 @@ func TestFaultPostgresConnectionCuts(t *testing.T) {
 // restart of its own.
 func TestFaultPostgresOutage(t *testing.T) {
 	skipShortFault(t)
-	dsn := sqltest.Postgres(t)
+	dsn := pgtest.Postgres(t)
 	proxied, proxy := proxiedDSN(t, dsn)
 	r := startFaultRun(t, dsn, proxied, "100000.00", 4, 20, 30*time.Second)
 	ws, c, p := r.ws, r.c, r.p
@@ -1034,7 +1034,7 @@ func (h *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // stable id and bytes, each payout's in order.
 func TestFaultTwoInstancesPostgres(t *testing.T) {
 	skipShortFault(t)
-	dsn := sqltest.Postgres(t)
+	dsn := pgtest.Postgres(t)
 	recv := newHookReceiver(t)
 	// Slow answers until the kill, so that deliveries are in flight under
 	// the instances' leases then.

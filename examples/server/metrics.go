@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/payoutkit/payoutkit"
-	"github.com/payoutkit/payoutkit/storage/sqlstore"
 )
 
 // metricsListening, when set (by tests), is told the address the metrics
@@ -25,7 +24,7 @@ var metricsListening func(net.Addr)
 
 // metrics is serve's Prometheus registry and the series that the library
 // packages' hooks feed (httpserver.Options.ObserveRequest,
-// payoutkit.Config.ObservePayout, sqlstore.WithCommitObserver,
+// payoutkit.Config.ObservePayout, the store's WithCommitObserver,
 // payoutkit.DeliveryConfig.ObserveAttempt). The libraries know nothing of
 // Prometheus. A nil *metrics (no -metrics-addr) hands out nil hooks.
 type metrics struct {
@@ -97,11 +96,11 @@ func newMetrics() *metrics {
 }
 
 // storeOptions returns the store's options that feed the commit series.
-func (m *metrics) storeOptions() []sqlstore.Option {
+func (m *metrics) storeOptions() []storeOption {
 	if m == nil {
 		return nil
 	}
-	return []sqlstore.Option{sqlstore.WithCommitObserver(func(writes int, d time.Duration) {
+	return []storeOption{withCommitObserver(func(writes int, d time.Duration) {
 		m.commitSize.Observe(float64(writes))
 		m.commitDuration.Observe(d.Seconds())
 	})}

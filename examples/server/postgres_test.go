@@ -4,13 +4,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/payoutkit/payoutkit/storage/sqlstore/sqltest"
+	"github.com/payoutkit/payoutkit/storage/postgres/pgtest"
 )
 
 // The admin commands and serve work on PostgreSQL as on SQLite, and the
 // server honours a key revoked by a command on the next request.
 func TestPostgres(t *testing.T) {
-	db := sqltest.Postgres(t)
+	db := pgtest.Postgres(t)
 	ws := decodeObject(t, mustCommand(t, "workspace", "create", "-db", db, "-name", "pg"))
 	s := startServer(t, "-db", db)
 	if strings.Contains(s.stderr.String(), "payoutkit:payoutkit@") || strings.Contains(s.stderr.String(), ":payoutkit@") {

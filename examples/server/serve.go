@@ -19,7 +19,6 @@ import (
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/httpserver"
 	"github.com/payoutkit/payoutkit/portal"
-	"github.com/payoutkit/payoutkit/storage/sqlstore"
 )
 
 // shutdownTimeout bounds how long serve waits for in-flight requests after
@@ -249,11 +248,11 @@ func bootstrap(ctx context.Context, engine *payoutkit.Engine, stdout io.Writer, 
 }
 
 // openStore opens the database named by dsn (a SQLite path or a postgres URL).
-func openStore(ctx context.Context, dsn string, log *slog.Logger, opts ...sqlstore.Option) (payoutkit.Store, error) {
+func openStore(ctx context.Context, dsn string, log *slog.Logger, opts ...storeOption) (payoutkit.Store, error) {
 	if strings.TrimSpace(dsn) == "" {
 		return nil, usagef("-db is required")
 	}
-	s, err := sqlstore.Open(ctx, dsn, append([]sqlstore.Option{sqlstore.WithLogger(log)}, opts...)...)
+	s, err := openDSN(ctx, dsn, append([]storeOption{func(c *storeConfig) { c.log = log }}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

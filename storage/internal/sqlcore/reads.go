@@ -1,0 +1,235 @@
+package sqlcore
+
+import (
+	"context"
+	"time"
+
+	"github.com/payoutkit/payoutkit"
+)
+
+// Pages of List, the same on both databases: $1 the workspace, $2 the seq
+// to start below, $3 the number of rows; seq last.
+const (
+	LedgerPageSQL   = `SELECT ` + LedgerCols + `, seq FROM ledger_entries WHERE workspace_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`
+	CustomerPageSQL = `SELECT ` + CustomerCols + `, seq FROM customers WHERE workspace_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`
+	EventPageSQL    = `SELECT ` + EventCols + `, seq FROM events WHERE workspace_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`
+)
+
+// auditSQL sums a workspace's money in one statement, and so one snapshot.
+const auditSQL = `SELECT b.available, b.in_progress, l.total, o.paid, o.payer_paid,
+		ps.submitted, pc.completed, c.paid_in, c.paid_out, c.in_progress
+		FROM balances b,
+		(SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) AS total FROM ledger_entries WHERE workspace_id = $1) l,
+		(SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) AS paid,
+			CAST(COALESCE(SUM(CASE WHEN payer_id <> '' THEN amount ELSE 0 END), 0) AS BIGINT) AS payer_paid
+			FROM orders WHERE workspace_id = $1 AND status = 'paid') o,
+		(SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) AS submitted FROM payouts WHERE workspace_id = $1 AND status = 'submitted') ps,
+		(SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) AS completed FROM payouts WHERE workspace_id = $1 AND status = 'completed') pc,
+		(SELECT CAST(COALESCE(SUM(paid_in), 0) AS BIGINT) AS paid_in, CAST(COALESCE(SUM(paid_out), 0) AS BIGINT) AS paid_out,
+			CAST(COALESCE(SUM(in_progress), 0) AS BIGINT) AS in_progress
+			FROM customers WHERE workspace_id = $1) c
+		WHERE b.workspace_id = $1`
+
+// ReadAudit reads a workspace's audit sums through q, in one statement.
+func ReadAudit(ctx context.Context, q Querier, workspaceID string) (payoutkit.Audit, error) {
+	var a payoutkit.Audit
+	err := q.QueryRowContext(ctx, auditSQL, workspaceID).
+		Scan(&a.Available, &a.InProgress, &a.LedgerSum, &a.PaidOrders, &a.PayerPaidOrders, &a.SubmittedPayouts, &a.CompletedPayouts,
+			&a.CustomersPaidIn, &a.CustomersPaidOut, &a.CustomersInProgress)
+	return a, err
+}
+
+// ReadEvent reads one event of a workspace through q.
+func ReadEvent(ctx context.Context, q Querier, workspaceID, eventID string) (payoutkit.Event, error) {
+	return ScanEvent(q.QueryRowContext(ctx, `SELECT `+EventCols+` FROM events WHERE id = $1 AND workspace_id = $2`, eventID, workspaceID))
+}
+
+// SubjectEventsSQL reads a subject's events ($1 workspace, $2 subject), oldest first.
+const SubjectEventsSQL = `SELECT ` + EventCols + ` FROM events WHERE workspace_id = $1 AND subject = $2 ORDER BY seq`
+
+// SubjectEvents reads a subject's events through q, oldest first; an
+// unknown workspace is sql.ErrNoRows, not an empty subject.
+func SubjectEvents(ctx context.Context, q Querier, workspaceID, subject string) ([]payoutkit.Event, error) {
+	rows, err := q.QueryContext(ctx, SubjectEventsSQL, workspaceID, subject)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := Collect(rows, func(sc Scanner) (payoutkit.Event, error) { return ScanEvent(sc) })
+	if err != nil {
+		return nil, err
+	}
+	if len(evs) == 0 { // an unknown workspace is not an empty subject
+		if err := WorkspaceExists(ctx, q, workspaceID); err != nil {
+			return nil, err
+		}
+	}
+	return evs, nil
+}
+
+// DeliveryAttempts reads an event's attempts through q, oldest first.
+func DeliveryAttempts(ctx context.Context, q Querier, eventID string) ([]payoutkit.DeliveryAttempt, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+AttemptCols+` FROM delivery_attempts WHERE event_id = $1 ORDER BY seq`, eventID)
+	if err != nil {
+		return nil, err
+	}
+	return Collect(rows, ScanAttempt)
+}
+
+// ResendEventSQL makes a settled event ($1 id, $2 workspace) pending again,
+// due at $3.
+const ResendEventSQL = `UPDATE events SET state = 'pending', next_attempt_at = $3, lease_owner = NULL, lease_until = NULL
+		WHERE id = $1 AND workspace_id = $2 AND state <> 'pending'`
+
+// OutboxHealth reads the outbox's counts through q in one statement.
+func OutboxHealth(ctx context.Context, q Querier) (payoutkit.OutboxHealth, error) {
+	var h payoutkit.OutboxHealth
+	err := q.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM events WHERE state = 'pending'),
+		(SELECT count(*) FROM events WHERE state = 'delivered'),
+		(SELECT count(*) FROM events WHERE state = 'failed'),
+		(SELECT MIN(created_at) FROM events WHERE state = 'pending')`).
+		Scan(&h.Pending, &h.Delivered, &h.Failed, TimeCol{&h.OldestPending})
+	return h, err
+}
+
+// WorkspaceCount counts the workspaces through q.
+func WorkspaceCount(ctx context.Context, q Querier) (int, error) {
+	var n int
+	err := q.QueryRowContext(ctx, `SELECT count(*) FROM workspaces`).Scan(&n)
+	return n, err
+}
+
+// WorkspaceIDs lists the workspaces' ids through q, oldest first.
+func WorkspaceIDs(ctx context.Context, q Querier) ([]string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id FROM workspaces ORDER BY created_at, id`)
+	if err != nil {
+		return nil, err
+	}
+	return Collect(rows, func(sc Scanner) (string, error) {
+		var id string
+		err := sc.Scan(&id)
+		return id, err
+	})
+}
+
+// APIKeys lists a workspace's keys through q, newest first; none is an
+// empty slice, not nil.
+func APIKeys(ctx context.Context, q Querier, workspaceID string) ([]payoutkit.APIKey, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+KeyCols+` FROM api_keys WHERE workspace_id = $1 ORDER BY created_at DESC, prefix DESC`, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := Collect(rows, ScanKey)
+	if keys == nil && err == nil {
+		keys = []payoutkit.APIKey{}
+	}
+	return keys, err
+}
+
+// Point reads, which the SQLite store prepares and the PostgreSQL store
+// groups.
+const (
+	SelectPayoutSQL = `SELECT ` + PayoutReadCols + ` FROM payouts WHERE workspace_id = $1 AND payout_id = $2`
+	SelectOrderSQL  = `SELECT ` + OrderCols + ` FROM orders WHERE workspace_id = $1 AND order_id = $2`
+	BalanceSQL      = `SELECT available, in_progress FROM balances WHERE workspace_id = $1`
+)
+
+// Payout implements payoutkit.PayoutStore.
+func (o *Ops) Payout(ctx context.Context, workspaceID, payoutID string) (payoutkit.Payout, error) {
+	p, err := ScanPayout(o.w.ReadRow(ctx, SelectPayoutSQL, workspaceID, payoutID))
+	if err != nil {
+		return payoutkit.Payout{}, o.c.Translate(ctx, "payout", err)
+	}
+	return p, nil
+}
+
+// Payouts implements payoutkit.PayoutStore.
+func (o *Ops) Payouts(ctx context.Context, workspaceID string, f payoutkit.PayoutFilter, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Payout], error) {
+	return ListNewest(ctx, o, "payouts", PayoutReadCols, workspaceID,
+		NewestFilter{Status: string(f.Status), PayerID: f.PayerID, From: f.CreatedFrom, To: f.CreatedTo}, page,
+		ScanPayout, func(p payoutkit.Payout) time.Time { return p.CreatedAt })
+}
+
+// Order implements payoutkit.OrderStore.
+func (o *Ops) Order(ctx context.Context, workspaceID, orderID string) (payoutkit.Order, error) {
+	ord, err := ScanOrder(o.w.ReadRow(ctx, SelectOrderSQL, workspaceID, orderID))
+	if err != nil {
+		return payoutkit.Order{}, o.c.Translate(ctx, "order", err)
+	}
+	return ord, nil
+}
+
+// Orders implements payoutkit.OrderStore.
+func (o *Ops) Orders(ctx context.Context, workspaceID string, f payoutkit.OrderFilter, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Order], error) {
+	return ListNewest(ctx, o, "orders", OrderCols, workspaceID,
+		NewestFilter{Status: string(f.Status), PayerID: f.PayerID, From: f.CreatedFrom, To: f.CreatedTo}, page,
+		ScanOrder, func(ord payoutkit.Order) time.Time { return ord.CreatedAt })
+}
+
+// Balance implements payoutkit.LedgerStore.
+func (o *Ops) Balance(ctx context.Context, workspaceID string) (payoutkit.Balance, error) {
+	var b payoutkit.Balance
+	err := o.w.ReadRow(ctx, BalanceSQL, workspaceID).Scan(&b.Available, &b.InProgress)
+	if err != nil {
+		return payoutkit.Balance{}, o.c.Translate(ctx, "balance", err)
+	}
+	return b, nil
+}
+
+// Ledger implements payoutkit.LedgerStore.
+func (o *Ops) Ledger(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.LedgerEntry], error) {
+	return List(ctx, o, "ledger", workspaceID, page, LedgerPageSQL, ScanLedger)
+}
+
+// Audit implements payoutkit.LedgerStore. It is one statement, and so one
+// consistent snapshot: every sum sees the same commits.
+func (o *Ops) Audit(ctx context.Context, workspaceID string) (payoutkit.Audit, error) {
+	a, err := ReadAudit(ctx, o.w.Reader(), workspaceID)
+	if err != nil {
+		return payoutkit.Audit{}, o.c.Translate(ctx, "audit", err)
+	}
+	return a, nil
+}
+
+// Customers implements payoutkit.LedgerStore.
+func (o *Ops) Customers(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Customer], error) {
+	return List(ctx, o, "customers", workspaceID, page, CustomerPageSQL, ScanCustomer)
+}
+
+// Events implements payoutkit.Outbox.
+func (o *Ops) Events(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Event], error) {
+	return List(ctx, o, "events", workspaceID, page, EventPageSQL, ScanEvent)
+}
+
+// Event implements payoutkit.Outbox.
+func (o *Ops) Event(ctx context.Context, workspaceID, eventID string) (payoutkit.Event, error) {
+	ev, err := ReadEvent(ctx, o.w.Reader(), workspaceID, eventID)
+	if err != nil {
+		return payoutkit.Event{}, o.c.Translate(ctx, "event", err)
+	}
+	return ev, nil
+}
+
+// SubjectEvents implements payoutkit.Outbox.
+func (o *Ops) SubjectEvents(ctx context.Context, workspaceID, subject string) ([]payoutkit.Event, error) {
+	evs, err := SubjectEvents(ctx, o.w.Reader(), workspaceID, subject)
+	return evs, o.c.Translate(ctx, "subject events", err)
+}
+
+// DeliveryAttempts implements payoutkit.Outbox.
+func (o *Ops) DeliveryAttempts(ctx context.Context, workspaceID, eventID string) ([]payoutkit.DeliveryAttempt, error) {
+	if _, err := o.Event(ctx, workspaceID, eventID); err != nil {
+		return nil, err
+	}
+	out, err := DeliveryAttempts(ctx, o.w.Reader(), eventID)
+	return out, o.c.Translate(ctx, "delivery attempts", err)
+}
+
+// OutboxHealth implements payoutkit.Outbox: one statement, one snapshot.
+func (o *Ops) OutboxHealth(ctx context.Context) (payoutkit.OutboxHealth, error) {
+	h, err := OutboxHealth(ctx, o.w.Reader())
+	if err != nil {
+		return payoutkit.OutboxHealth{}, o.c.Translate(ctx, "outbox health", err)
+	}
+	return h, nil
+}

@@ -1,0 +1,180 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/storage/internal/sqlcore"
+)
+
+const (
+	// deletePayoutSQL takes back a payout inserted by a create whose debit
+	// the balance did not cover, so that the refusal leaves nothing changed.
+	deletePayoutSQL = `DELETE FROM payouts WHERE workspace_id = $1 AND payout_id = $2`
+)
+
+func payoutArgs(p payoutkit.Payout) []any { return sqlcore.PayoutArgs(p, ts) }
+func eventArgs(ev payoutkit.Event) []any  { return sqlcore.EventArgs(ev, ts) }
+
+// CreatePayout implements payoutkit.PayoutStore: insert the payout unless
+// its id is taken, debit the balance if it covers the amount, record the
+// ledger entry and the event; one statement of a group-committed
+// transaction, all or nothing.
+func (s *Store) CreatePayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event) (payoutkit.Payout, bool, error) {
+	op := &createPayoutOp{s: s, p: p, ev: ev}
+	stored, created, err := op.result(ctx, s.w.WritePiped(ctx, p.WorkspaceID, op.run, op.pipe()))
+	if created && err == nil {
+		s.w.Committed()
+	}
+	return stored, created, err
+}
+
+// createPayoutOp is one CreatePayout: run makes its change in a
+// transaction, result turns run's error (or the transaction's) into
+// CreatePayout's answer.
+type createPayoutOp struct {
+	s       *Store
+	p       payoutkit.Payout
+	ev      payoutkit.Event
+	stored  payoutkit.Payout
+	created bool
+}
+
+func (op *createPayoutOp) args() []any { return append(payoutArgs(op.p), eventArgs(op.ev)...) }
+
+func (op *createPayoutOp) run(ctx context.Context, tx *sql.Tx) error {
+	var ins, deb int
+	if err := tx.QueryRowContext(ctx, pgCreatePayoutSQL, op.args()...).Scan(&ins, &deb); err != nil {
+		return err
+	}
+	return op.finish(ctx, tx, ins == 1, deb == 1)
+}
+
+// pipe is the create as the committer pipelines it.
+func (op *createPayoutOp) pipe() *pgPipe {
+	return &pgPipe{query: pgCreatePayoutSQL, args: op.args(), read: op.readPiped}
+}
+
+// readPiped reads the answer of the create's statement sent pipelined: a
+// payout created is done; one refused has its follow-up.
+func (op *createPayoutOp) readPiped(br pgx.BatchResults) (then txFunc, err error) {
+	var ins, deb int
+	if err := br.QueryRow().Scan(&ins, &deb); err != nil {
+		return nil, err
+	}
+	if ins == 1 && deb == 1 {
+		op.stored, op.created = op.p, true
+		return nil, nil
+	}
+	return func(ctx context.Context, tx *sql.Tx) error { return op.finish(ctx, tx, ins == 1, deb == 1) }, nil
+}
+
+// finish decides the create once its statement ran in tx: a payout
+// inserted and debited is created; otherwise what refused it is reported and
+// nothing is left changed.
+func (op *createPayoutOp) finish(ctx context.Context, tx *sql.Tx, inserted, debited bool) error {
+	op.stored, op.created = payoutkit.Payout{}, false
+	switch {
+	case !inserted: // the id is taken: report the stored payout, change nothing
+		var err error
+		op.stored, err = sqlcore.ScanPayout(tx.QueryRowContext(ctx, sqlcore.SelectPayoutSQL, op.p.WorkspaceID, op.p.PayoutID))
+		if err != nil {
+			return err
+		}
+		return sqlcore.ErrNothingToCommit
+	case !debited:
+		// A refusal leaves nothing changed (no savepoint takes the
+		// inserted payout back): delete it.
+		if _, err := tx.ExecContext(ctx, deletePayoutSQL, op.p.WorkspaceID, op.p.PayoutID); err != nil {
+			return err
+		}
+		return payoutkit.ErrInsufficientBalance
+	}
+	op.stored, op.created = op.p, true
+	return nil
+}
+
+func (op *createPayoutOp) result(ctx context.Context, err error) (payoutkit.Payout, bool, error) {
+	if err != nil && !errors.Is(err, sqlcore.ErrNothingToCommit) {
+		return payoutkit.Payout{}, false, translate(ctx, "create payout", err)
+	}
+	return op.stored, op.created, nil
+}
+
+// SettlePayout implements payoutkit.PayoutStore: one statement, which
+// settles all or nothing.
+func (s *Store) SettlePayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event) error {
+	if p.Status != payoutkit.PayoutCompleted && p.Status != payoutkit.PayoutFailed {
+		return fmt.Errorf("sqlstore: settle payout: status %q is not completed or failed: %w", p.Status, payoutkit.ErrInvalidInput)
+	}
+	args := append([]any{p.WorkspaceID, p.PayoutID, string(p.Status), p.TxID, p.FailureReason, ts(p.UpdatedAt)}, eventArgs(ev)...)
+	args = append(args, sqlcore.DecimalArg(p.AssetAmount), sqlcore.DecimalArg(p.NetworkFee))
+	var settled bool
+	err := s.w.Write(ctx, p.WorkspaceID, func(ctx context.Context, tx *sql.Tx) error {
+		var n int
+		err := tx.QueryRowContext(ctx, pgSettlePayoutSQL, args...).Scan(&n)
+		settled = n == 1
+		return err
+	})
+	if err != nil {
+		return translate(ctx, "settle payout", err)
+	}
+	if !settled { // not submitted, or not there
+		if _, err := s.Payout(ctx, p.WorkspaceID, p.PayoutID); err != nil {
+			return err
+		}
+		return payoutkit.ErrConflict
+	}
+	s.w.Committed()
+	return nil
+}
+
+// ClaimPayoutHandoffs implements payoutkit.PayoutStore: the due payouts are
+// locked with FOR UPDATE SKIP LOCKED, so that instances claim disjoint
+// sets.
+func (s *Store) ClaimPayoutHandoffs(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.PayoutLease, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	// The hand-off claim's plan holds without pinning
+	// (TestPostgresClaimPlans), which saves the settings' statement.
+	ls, err := sqlcore.Claim(func(read func(sqlcore.RowIter) error) error {
+		return s.w.Claim(ctx, false, read, claimHandoffsSQL, ts(now), ts(leaseUntil), limit, owner)
+	}, func(sc sqlcore.Scanner, seq *int64) (payoutkit.PayoutLease, error) {
+		l := payoutkit.PayoutLease{Owner: owner}
+		var err error
+		l.Payout, err = sqlcore.ScanPayout(sc, seq, &l.Token)
+		return l, err
+	})
+	if err != nil {
+		return nil, translate(ctx, "claim payout hand-offs", err)
+	}
+	return ls, nil
+}
+
+// markHandedOffSQL records a hand-off if the claim (owner and fencing token)
+// still holds.
+const markHandedOffSQL = `UPDATE payouts SET handed_off_at = COALESCE(handed_off_at, $3), handoff_lease_until = NULL
+	WHERE workspace_id = $1 AND payout_id = $2 AND handoff_owner = $4 AND handoff_token = $5`
+
+// MarkPayoutHandedOff implements payoutkit.PayoutStore: a conditional
+// update on the claim's owner and fencing token.
+func (s *Store) MarkPayoutHandedOff(ctx context.Context, l payoutkit.PayoutLease, at time.Time) error {
+	res, err := s.w.Exec(ctx, l.WorkspaceID, markHandedOffSQL, l.WorkspaceID, l.PayoutID, ts(at), l.Owner, l.Token)
+	if err != nil {
+		return translate(ctx, "mark payout handed off", err)
+	}
+	if err := sqlcore.MustAffect(res, payoutkit.ErrConflict); err != nil {
+		if _, perr := s.Payout(ctx, l.WorkspaceID, l.PayoutID); perr != nil {
+			return perr
+		}
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,121 @@
+package postgres
+
+import (
+	"fmt"
+
+	"github.com/payoutkit/payoutkit/storage/internal/sqlcore"
+)
+
+// The claims lock the due rows with FOR UPDATE SKIP LOCKED, so that
+// instances claim disjoint sets.
+var (
+	claimEventsSQL   = sqlcore.ClaimEventsSQL("SELECT jsonb_array_elements_text($5::jsonb)", "FOR UPDATE OF e SKIP LOCKED")
+	claimHandoffsSQL = sqlcore.ClaimHandoffsSQL("FOR UPDATE SKIP LOCKED")
+)
+
+// The money movements as one statement each.
+
+// pgEventInsert inserts an event whose columns after workspace_id are the
+// parameters from $first on (eventArgs order), for each row of from.
+func pgEventInsert(from string, first int) string {
+	casts := []string{"text", "text", "text", "timestamptz", "bytea", "text", "integer", "timestamptz", "text"}
+	p := make([]string, len(casts))
+	for i, c := range casts {
+		p[i] = fmt.Sprintf("$%d::%s", first+i, c)
+	}
+	return fmt.Sprintf(`INSERT INTO events (%s)
+	SELECT %s, f.workspace_id, %s FROM %s f JOIN workspaces w ON w.id = f.workspace_id`, sqlcore.EventCols, p[0], sqlcore.EventValues(p[1:]), from)
+}
+
+// pgCreatePayoutSQL: $1-$12 the payout (payoutArgs), $13-$21 the event
+// (eventArgs). It inserts the payout unless its id is taken, debits the
+// balance only if the payout was inserted and the balance covers it, and
+// records the ledger entry, the customer's in_progress and the event only if
+// the debit happened. It reports (inserted, debited); the caller commits
+// only when both are 1.
+var pgCreatePayoutSQL = `WITH p AS (
+	INSERT INTO payouts (` + sqlcore.PayoutCols + `)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+	ON CONFLICT (workspace_id, payout_id) DO NOTHING
+	RETURNING workspace_id
+), d AS (
+	UPDATE balances SET available = available - $4, in_progress = in_progress + $4
+	WHERE workspace_id = (SELECT workspace_id FROM p) AND available >= $4
+	RETURNING workspace_id
+), l AS (
+	INSERT INTO ledger_entries (` + sqlcore.LedgerCols + `)
+	SELECT workspace_id, 'payout_debit', -$4::bigint, $2::text, $13::text, $16::timestamptz FROM d
+), c AS (
+	INSERT INTO customers (workspace_id, payer_id, in_progress, first_seen_at)
+	SELECT workspace_id, $8::text, $4::bigint, $11::timestamptz FROM d
+	ON CONFLICT (workspace_id, payer_id) DO UPDATE SET in_progress = customers.in_progress + EXCLUDED.in_progress
+), e AS (
+	` + pgEventInsert("d", 13) + `
+)
+SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM d)`
+
+// pgSettlePayoutSQL: $1 workspace, $2 payout_id, $3 status, $4 txid,
+// $5 failure reason, $6 updated at, $7-$15 the event, $16 asset amount,
+// $17 network fee. Everything hangs on
+// the conditional UPDATE of the payout, so the statement moves all or
+// nothing; it returns how many payouts it settled. The customer's row to
+// insert cannot carry the negative in_progress change (CHECK constraints
+// judge it before the conflict does), so the update reads the amount from p.
+var pgSettlePayoutSQL = `WITH p AS (
+	UPDATE payouts SET status = $3, txid = $4, failure_reason = $5, updated_at = $6,
+		asset_amount = $16::numeric, network_fee = $17::numeric
+	WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted'
+	RETURNING workspace_id, payer_id, amount
+), b AS (
+	UPDATE balances SET in_progress = balances.in_progress - p.amount,
+		available = balances.available + CASE WHEN $3 = 'failed' THEN p.amount ELSE 0 END
+	FROM p WHERE balances.workspace_id = p.workspace_id
+	RETURNING p.workspace_id, p.payer_id, p.amount
+), c AS (
+	INSERT INTO customers (workspace_id, payer_id, paid_out, first_seen_at)
+	SELECT workspace_id, payer_id, CASE WHEN $3 = 'completed' THEN amount ELSE 0 END, $6::timestamptz FROM b
+	ON CONFLICT (workspace_id, payer_id) DO UPDATE SET
+		in_progress = customers.in_progress - (SELECT amount FROM p), paid_out = customers.paid_out + EXCLUDED.paid_out
+), l AS (
+	INSERT INTO ledger_entries (` + sqlcore.LedgerCols + `)
+	SELECT workspace_id, 'payout_refund', amount, $2::text, $7::text, $10::timestamptz FROM p WHERE $3::text = 'failed'
+), e AS (
+	` + pgEventInsert("p", 7) + `
+)
+SELECT count(*) FROM p`
+
+// pgMarkOrderPaidSQL: $1 workspace, $2 order_id, $3 paid at, $4 updated at,
+// $5-$13 the event; it returns how many orders it marked paid. An order
+// without a payer_id moves no customer.
+var pgMarkOrderPaidSQL = `WITH o AS (
+	UPDATE orders SET status = 'paid', paid_at = $3, updated_at = $4
+	WHERE workspace_id = $1 AND order_id = $2 AND status = 'pending'
+	RETURNING workspace_id, payer_id, amount
+), b AS (
+	UPDATE balances SET available = balances.available + o.amount
+	FROM o WHERE balances.workspace_id = o.workspace_id
+	RETURNING o.workspace_id, o.payer_id, o.amount
+), c AS (
+	INSERT INTO customers (workspace_id, payer_id, paid_in, first_seen_at)
+	SELECT workspace_id, payer_id, amount, $3::timestamptz FROM b WHERE payer_id <> ''
+	ON CONFLICT (workspace_id, payer_id) DO UPDATE SET paid_in = customers.paid_in + EXCLUDED.paid_in
+), l AS (
+	INSERT INTO ledger_entries (` + sqlcore.LedgerCols + `)
+	SELECT workspace_id, 'order_credit', amount, $2::text, $5::text, $8::timestamptz FROM o
+), e AS (
+	` + pgEventInsert("o", 5) + `
+)
+SELECT count(*) FROM o`
+
+// pgRecordAttemptSQL: $1 event id, $2 owner, $3-$6 the next delivery state,
+// $7-$12 the attempt; it inserts the attempt only if owner held the lease.
+// A leased event is pending (the events_lease_pending constraint): the
+// condition leaves the state out so that the plan is always the lookup by
+// id, never a walk of the due events' index (see migration 0007).
+const pgRecordAttemptSQL = `WITH u AS (
+	UPDATE events SET state = $3, attempts = $4, next_attempt_at = $5, last_error = $6, lease_owner = NULL, lease_until = NULL
+	WHERE id = $1 AND lease_owner = $2
+	RETURNING id
+)
+INSERT INTO delivery_attempts (` + sqlcore.AttemptCols + `)
+SELECT id, $7::integer, $8::timestamptz, $9::integer, $10::bigint, $11::text, $12::text FROM u`

@@ -1,0 +1,204 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"hash/fnv"
+
+	"github.com/payoutkit/payoutkit/storage/internal/sqlcore"
+)
+
+// writer is where a store's statements run: the database's own pool (*db:
+// the group committers, pipelined claims, grouped reads), or a transaction
+// of the caller's (callerWriter, WithTx). It is chosen once, when the store
+// is made; operations are written once against it.
+type writer interface {
+	// InTx runs fn as an administrative transaction (READ COMMITTED): fn's
+	// error rolls it back and is returned as is.
+	InTx(ctx context.Context, fn func(tx *sql.Tx) error) error
+	// Write runs fn as one atomic write in the next batch of the committer
+	// of workspace key ("" for none); fn's error undoes its changes and is
+	// returned as is. fn must change nothing when it refuses (see txFunc).
+	Write(ctx context.Context, key string, fn txFunc) error
+	// WritePiped is Write for a write that pipe runs as one statement,
+	// pipelined with the other writes of its batch.
+	WritePiped(ctx context.Context, key string, fn txFunc, pipe *pgPipe) error
+	// Exec runs a single write statement in the next batch of the
+	// committer of workspace key.
+	Exec(ctx context.Context, key, query string, args ...any) (sql.Result, error)
+	// Claim runs a claiming statement, under pgClaimSettings when pinPlan
+	// is set, and hands its rows to read, which must consume and close
+	// them.
+	Claim(ctx context.Context, pinPlan bool, read func(sqlcore.RowIter) error, query string, args ...any) error
+	// Admin runs single-statement administrative writes.
+	Admin() sqlcore.Querier
+	// Reader runs reads.
+	Reader() sqlcore.Querier
+	// ReadRow runs a point read that returns one row when it is scanned.
+	ReadRow(ctx context.Context, query string, args ...any) sqlcore.Scanner
+	// Committed tells dispatchers that a write committed work for them.
+	Committed()
+	// Close releases what the writer holds.
+	Close() error
+}
+
+var (
+	_ writer = (*db)(nil)
+	_ writer = callerWriter{}
+)
+
+// callerWriter runs a store's statements in the caller's transaction: each
+// write in a savepoint of it, with the caller's context.
+type callerWriter struct{ sqlcore.CallerTx }
+
+func (c callerWriter) Write(ctx context.Context, _ string, fn txFunc) error {
+	return c.CallerTx.Write(ctx, fn)
+}
+
+func (c callerWriter) WritePiped(ctx context.Context, _ string, fn txFunc, _ *pgPipe) error {
+	return c.CallerTx.Write(ctx, fn)
+}
+
+func (c callerWriter) Exec(ctx context.Context, _, query string, args ...any) (sql.Result, error) {
+	return c.Tx.ExecContext(ctx, query, args...)
+}
+
+// Claim runs the claim in a savepoint of the caller's transaction; the plan
+// settings, local to a transaction, are restored after it.
+func (c callerWriter) Claim(ctx context.Context, pinPlan bool, read func(sqlcore.RowIter) error, query string, args ...any) error {
+	return c.InTx(ctx, func(tx *sql.Tx) error {
+		ctx := detach(ctx)
+		if pinPlan {
+			if _, err := tx.ExecContext(ctx, pgClaimSettings); err != nil {
+				return err
+			}
+		}
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err == nil {
+			err = read(rows)
+		}
+		if pinPlan {
+			if _, rerr := tx.ExecContext(ctx, pgResetSettings); err == nil {
+				err = rerr
+			}
+		}
+		return err
+	})
+}
+
+// pgClaimSettings make PostgreSQL walk the event claim's index in its order
+// and stop at the claim's LIMIT. Left to itself, the planner picks that plan
+// only with fresh statistics: on a table it has not analyzed since it was
+// small (a new deployment's first minute, or autovacuum off) it reads every
+// due row through a bitmap and sorts them, and a backlog of due events
+// makes each claim many times slower (TestPostgresClaimPlans). They are
+// local to the claim's transaction; in a caller's transaction (WithTx)
+// pgResetSettings restores the defaults after it.
+const (
+	pgClaimSettings = `SELECT set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true)`
+	pgResetSettings = `SET LOCAL enable_sort TO DEFAULT; SET LOCAL enable_bitmapscan TO DEFAULT`
+)
+
+// InTx runs fn in a transaction of its own, detached (see detach).
+func (d *db) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return sqlcore.RunInTx(detach(ctx), d.sqldb, fn)
+}
+
+func (d *db) Write(ctx context.Context, key string, fn txFunc) error {
+	return d.committerFor(key).submit(ctx, key, fn, nil)
+}
+
+func (d *db) WritePiped(ctx context.Context, key string, fn txFunc, pipe *pgPipe) error {
+	return d.committerFor(key).submit(ctx, key, fn, pipe)
+}
+
+func (d *db) Exec(ctx context.Context, key, query string, args ...any) (sql.Result, error) {
+	var res sql.Result
+	fn := func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		res, err = tx.ExecContext(ctx, query, args...)
+		return err
+	}
+	err := d.committerFor(key).submit(ctx, key, fn, execPipe(query, args, func(n int64) { res = rowsAffected(n) }))
+	return res, err
+}
+
+// rowsAffected is the sql.Result of a pipelined statement.
+type rowsAffected int64
+
+func (n rowsAffected) RowsAffected() (int64, error) { return int64(n), nil }
+
+func (rowsAffected) LastInsertId() (int64, error) {
+	return 0, errors.New("sqlstore: no LastInsertId on PostgreSQL")
+}
+
+// Claim runs a claim in a transaction of its own, beside the committers
+// rather than in the outbox's batches: a claim's SKIP LOCKED needs no
+// ordering with other writes, and in a batch it would wait for the batch
+// before and for its own batch's attempts, while every delivery worker it
+// would feed held its slot waiting for its record. Its COMMIT needs no
+// company either: claims come a few dozen times a second at most. Over
+// pgx it goes in one round trip (claimPipelined).
+func (d *db) Claim(ctx context.Context, pinPlan bool, read func(sqlcore.RowIter) error, query string, args ...any) error {
+	if !d.reads.ungrouped.Load() {
+		if err := d.claimPipelined(ctx, pinPlan, read, query, args); err != errNotPgx {
+			return err
+		}
+	}
+	return d.InTx(ctx, func(tx *sql.Tx) error {
+		ctx := detach(ctx)
+		if pinPlan {
+			if _, err := tx.ExecContext(ctx, pgClaimSettings); err != nil {
+				return err
+			}
+		}
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		return read(rows)
+	})
+}
+
+func (d *db) Admin() sqlcore.Querier  { return detached{d.sqldb} }
+func (d *db) Reader() sqlcore.Querier { return detached{d.sqldb} }
+
+// ReadRow runs a point read grouped with others (readgroup.go).
+func (d *db) ReadRow(_ context.Context, query string, args ...any) sqlcore.Scanner {
+	return d.reads.row(query, args)
+}
+
+func (d *db) Committed() { d.work.Notify() }
+
+// Close stops the statistics keeper and the committers, and closes the
+// pool (but a caller's, New's, which stays open).
+func (d *db) Close() error {
+	d.stopStatistics()
+	for _, c := range d.committers {
+		c.Close()
+	}
+	if d.callerDB {
+		return nil // the caller's to close
+	}
+	return d.sqldb.Close()
+}
+
+// pgCommitters is how many committers a store runs for the writes of
+// workspaces. Writes of one workspace go to one of them (its balance row
+// allows one writer at a time anyway); writes of other workspaces proceed
+// beside them. One more committer takes the writes of no workspace (the
+// outbox's claims and attempts), so that deliveries never wait in a
+// workspace's batches nor those in theirs (docs/PERFORMANCE.md).
+const pgCommitters = 4
+
+// committerFor returns the committer of the writes of workspace key ("":
+// none, the outbox's).
+func (d *db) committerFor(key string) *committer {
+	if key == "" {
+		return d.batch
+	}
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return d.committers[h.Sum32()%uint32(len(d.committers)-1)]
+}

@@ -1,0 +1,236 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/storage/internal/sqlcore"
+)
+
+const (
+	insertPayoutSQL = `INSERT INTO payouts (` + sqlcore.PayoutCols + `)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+		ON CONFLICT (workspace_id, payout_id) DO NOTHING`
+	// The no-overdraft rule: the debit happens only if it leaves the
+	// available balance at zero or above.
+	debitSQL = `UPDATE balances SET available = available - $2, in_progress = in_progress + $2
+		WHERE workspace_id = $1 AND available >= $2`
+	insertLedgerSQL = `INSERT INTO ledger_entries (` + sqlcore.LedgerCols + `) VALUES ($1, $2, $3, $4, $5, $6)`
+	// SettlePayout: the conditional status change, then the balance.
+	settlePayoutSQL = `UPDATE payouts SET status = $3, txid = $4, failure_reason = $5, updated_at = $6, asset_amount = $7, network_fee = $8
+		WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted' RETURNING amount, payer_id`
+	settleBalanceSQL = `UPDATE balances SET in_progress = in_progress - $2, available = available + $3 WHERE workspace_id = $1`
+	// The customer totals: $1 workspace, $2 payer_id, $3-$5 what to add to
+	// paid_in, paid_out and in_progress (a settlement's is negative), $6 the
+	// time of the movement, the customer's first if it is new. A new row
+	// cannot start below zero: CHECK constraints judge the row to insert
+	// before the conflict makes it an update.
+	moveCustomerSQL = `INSERT INTO customers (workspace_id, payer_id, paid_in, paid_out, in_progress, first_seen_at)
+		VALUES ($1, $2, $3, $4, max($5, 0), $6)
+		ON CONFLICT (workspace_id, payer_id) DO UPDATE SET
+			paid_in = paid_in + $3, paid_out = paid_out + $4, in_progress = in_progress + $5`
+	// deletePayoutSQL takes back a payout inserted by a create whose debit
+	// the balance did not cover, so that the refusal leaves nothing changed.
+	deletePayoutSQL = `DELETE FROM payouts WHERE workspace_id = $1 AND payout_id = $2`
+)
+
+// insertEventSQL takes $1 workspace_id and $2-$10 the event's columns
+// (sqlcore.EventArgs); see sqlcore.EventValues.
+var insertEventSQL = `INSERT INTO events (` + sqlcore.EventCols + `)
+	SELECT $2, w.id, ` + sqlcore.EventValues([]string{"$3", "$4", "$5", "$6", "$7", "$8", "$9", "$10"}) + ` FROM workspaces w WHERE w.id = $1`
+
+func payoutArgs(p payoutkit.Payout) []any { return sqlcore.PayoutArgs(p, ts) }
+func eventArgs(ev payoutkit.Event) []any  { return sqlcore.EventArgs(ev, ts) }
+
+// CreatePayout implements payoutkit.PayoutStore: insert the payout unless
+// its id is taken, debit the balance if it covers the amount, record the
+// ledger entry and the event; one savepoint of a group-committed
+// transaction (or none: a refusal changes nothing), all or nothing.
+func (s *Store) CreatePayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event) (payoutkit.Payout, bool, error) {
+	op := &createPayoutOp{s: s, p: p, ev: ev}
+	stored, created, err := op.result(ctx, s.w.Write(ctx, true, op.run))
+	if created && err == nil {
+		s.w.Committed()
+	}
+	return stored, created, err
+}
+
+// createPayoutOp is one CreatePayout: run makes its change in a
+// transaction, result turns run's error (or the transaction's) into
+// CreatePayout's answer.
+type createPayoutOp struct {
+	s       *Store
+	p       payoutkit.Payout
+	ev      payoutkit.Event
+	stored  payoutkit.Payout
+	created bool
+}
+
+func (op *createPayoutOp) run(ctx context.Context, tx *sql.Tx) error {
+	inserted, debited, err := op.s.createPayout(ctx, tx, op.p, op.ev)
+	if err != nil {
+		return err
+	}
+	return op.finish(ctx, tx, inserted, debited)
+}
+
+// finish decides the create once its statements ran in tx: a payout
+// inserted and debited is created; otherwise what refused it is reported and
+// nothing is left changed.
+func (op *createPayoutOp) finish(ctx context.Context, tx *sql.Tx, inserted, debited bool) error {
+	op.stored, op.created = payoutkit.Payout{}, false
+	switch {
+	case !inserted: // the id is taken: report the stored payout, change nothing
+		var err error
+		op.stored, err = sqlcore.ScanPayout(tx.QueryRowContext(ctx, sqlcore.SelectPayoutSQL, op.p.WorkspaceID, op.p.PayoutID))
+		if err != nil {
+			return err
+		}
+		return sqlcore.ErrNothingToCommit
+	case !debited:
+		// A refusal leaves nothing changed (no savepoint takes the
+		// inserted payout back): delete it.
+		if _, err := op.s.st.exec(ctx, tx, deletePayoutSQL, op.p.WorkspaceID, op.p.PayoutID); err != nil {
+			return err
+		}
+		return payoutkit.ErrInsufficientBalance
+	}
+	op.stored, op.created = op.p, true
+	return nil
+}
+
+func (op *createPayoutOp) result(ctx context.Context, err error) (payoutkit.Payout, bool, error) {
+	if err != nil && !errors.Is(err, sqlcore.ErrNothingToCommit) {
+		return payoutkit.Payout{}, false, translate(ctx, "create payout", err)
+	}
+	return op.stored, op.created, nil
+}
+
+// createPayout runs CreatePayout's five statements in tx.
+func (s *Store) createPayout(ctx context.Context, tx *sql.Tx, p payoutkit.Payout, ev payoutkit.Event) (inserted, debited bool, err error) {
+	res, err := s.st.exec(ctx, tx, insertPayoutSQL, payoutArgs(p)...)
+	if err != nil {
+		return false, false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return false, false, err
+	}
+	res, err = s.st.exec(ctx, tx, debitSQL, p.WorkspaceID, int64(p.Amount))
+	if err != nil {
+		return true, false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return true, false, err
+	}
+	if _, err := s.st.exec(ctx, tx, moveCustomerSQL, p.WorkspaceID, p.PayerID, 0, 0, int64(p.Amount), ts(p.CreatedAt)); err != nil {
+		return true, true, err
+	}
+	if _, err := s.st.exec(ctx, tx, insertLedgerSQL,
+		p.WorkspaceID, string(payoutkit.LedgerPayoutDebit), -int64(p.Amount), p.PayoutID, ev.ID, ts(ev.CreatedAt)); err != nil {
+		return true, true, err
+	}
+	_, err = s.st.exec(ctx, tx, insertEventSQL, append([]any{p.WorkspaceID}, eventArgs(ev)...)...)
+	return true, true, err
+}
+
+// SettlePayout implements payoutkit.PayoutStore.
+func (s *Store) SettlePayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event) error {
+	if p.Status != payoutkit.PayoutCompleted && p.Status != payoutkit.PayoutFailed {
+		return fmt.Errorf("sqlstore: settle payout: status %q is not completed or failed: %w", p.Status, payoutkit.ErrInvalidInput)
+	}
+	var settled bool
+	err := s.w.Write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
+		settled = false
+		var amount int64
+		var payer string
+		err := s.st.queryRow(ctx, tx, settlePayoutSQL, p.WorkspaceID, p.PayoutID, string(p.Status), p.TxID, p.FailureReason, ts(p.UpdatedAt),
+			sqlcore.DecimalArg(p.AssetAmount), sqlcore.DecimalArg(p.NetworkFee)).Scan(&amount, &payer)
+		if errors.Is(err, sql.ErrNoRows) {
+			return sqlcore.ErrNothingToCommit
+		} else if err != nil {
+			return err
+		}
+		refund, paidOut := int64(0), int64(0)
+		if p.Status == payoutkit.PayoutFailed {
+			refund = amount
+		} else {
+			paidOut = amount
+		}
+		if _, err := s.st.exec(ctx, tx, settleBalanceSQL, p.WorkspaceID, amount, refund); err != nil {
+			return err
+		}
+		if _, err := s.st.exec(ctx, tx, moveCustomerSQL, p.WorkspaceID, payer, 0, paidOut, -amount, ts(p.UpdatedAt)); err != nil {
+			return err
+		}
+		if refund != 0 {
+			if _, err := s.st.exec(ctx, tx, insertLedgerSQL,
+				p.WorkspaceID, string(payoutkit.LedgerPayoutRefund), refund, p.PayoutID, ev.ID, ts(ev.CreatedAt)); err != nil {
+				return err
+			}
+		}
+		if _, err := s.st.exec(ctx, tx, insertEventSQL, append([]any{p.WorkspaceID}, eventArgs(ev)...)...); err != nil {
+			return err
+		}
+		settled = true
+		return nil
+	})
+	if errors.Is(err, sqlcore.ErrNothingToCommit) {
+		err = nil
+	}
+	if err != nil {
+		return translate(ctx, "settle payout", err)
+	}
+	if !settled { // not submitted, or not there
+		if _, err := s.Payout(ctx, p.WorkspaceID, p.PayoutID); err != nil {
+			return err
+		}
+		return payoutkit.ErrConflict
+	}
+	s.w.Committed()
+	return nil
+}
+
+// ClaimPayoutHandoffs implements payoutkit.PayoutStore: one statement, which
+// the single writer connection serialises with other claims.
+func (s *Store) ClaimPayoutHandoffs(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.PayoutLease, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	ls, err := sqlcore.Claim(func(read func(sqlcore.RowIter) error) error {
+		return s.w.Rows(ctx, read, claimHandoffsSQL, ts(now), ts(leaseUntil), limit, owner)
+	}, func(sc sqlcore.Scanner, seq *int64) (payoutkit.PayoutLease, error) {
+		l := payoutkit.PayoutLease{Owner: owner}
+		var err error
+		l.Payout, err = sqlcore.ScanPayout(sc, seq, &l.Token)
+		return l, err
+	})
+	if err != nil {
+		return nil, translate(ctx, "claim payout hand-offs", err)
+	}
+	return ls, nil
+}
+
+// markHandedOffSQL records a hand-off if the claim (owner and fencing token)
+// still holds.
+const markHandedOffSQL = `UPDATE payouts SET handed_off_at = COALESCE(handed_off_at, $3), handoff_lease_until = NULL
+	WHERE workspace_id = $1 AND payout_id = $2 AND handoff_owner = $4 AND handoff_token = $5`
+
+// MarkPayoutHandedOff implements payoutkit.PayoutStore: a conditional
+// update on the claim's owner and fencing token.
+func (s *Store) MarkPayoutHandedOff(ctx context.Context, l payoutkit.PayoutLease, at time.Time) error {
+	res, err := s.w.Exec(ctx, markHandedOffSQL, l.WorkspaceID, l.PayoutID, ts(at), l.Owner, l.Token)
+	if err != nil {
+		return translate(ctx, "mark payout handed off", err)
+	}
+	if err := sqlcore.MustAffect(res, payoutkit.ErrConflict); err != nil {
+		if _, perr := s.Payout(ctx, l.WorkspaceID, l.PayoutID); perr != nil {
+			return perr
+		}
+		return err
+	}
+	return nil
+}
