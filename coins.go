@@ -163,6 +163,17 @@ func (t coinTable) check(v *validation, asset, network, addr string) Coin {
 	return c
 }
 
+// network returns the spelling of the coins' network named name (matched
+// case-insensitively) and its address rule.
+func (t coinTable) network(name string) (string, func(string) error, bool) {
+	for _, c := range t.list {
+		if upperASCII(c.Network) == upperASCII(name) {
+			return c.Network, t.validators[upperASCII(c.Network)], true
+		}
+	}
+	return "", nil, false
+}
+
 // checkLimits refuses an amount outside the coin's limits, naming the limit:
 // "amount must be at least 1.00 for USDT on TRON".
 func checkLimits(v *validation, c Coin, amount Amount) {

@@ -29,13 +29,15 @@ const (
 
 // Sentinel errors. Every error the engine returns for a caller's mistake is an
 // *Error that matches exactly one of these with errors.Is (and
-// ErrInsufficientBalance also matches ErrInvalidInput, because an overdraft is
-// a 40000 like any other invalid request). ErrForbidden refuses a valid key
+// ErrInsufficientBalance and ErrPayoutLimit also match ErrInvalidInput,
+// because an overdraft and a payout over the workspace's payout limit or
+// 24-hour limit are 40000s like any other invalid request). ErrForbidden refuses a valid key
 // used outside its scopes or from an address it does not allow, and a payout
 // to an address the workspace's address allowlist does not (yet) allow.
 var (
 	ErrInvalidInput        = &Error{Code: CodeInvalidInput, Message: "invalid input"}
 	ErrInsufficientBalance = &Error{Code: CodeInvalidInput, Message: "Insufficient available balance"}
+	ErrPayoutLimit         = &Error{Code: CodeInvalidInput, Message: "amount exceeds a payout limit"}
 	ErrUnauthorized        = &Error{Code: CodeUnauthorized, Message: "unauthorized"}
 	ErrForbidden           = &Error{Code: CodeForbidden, Message: "forbidden"}
 	ErrNotFound            = &Error{Code: CodeNotFound, Message: "not found"}
@@ -97,6 +99,8 @@ func NewError(code Code, message string, fields []FieldError) *Error {
 		}
 	case CodeUnauthorized:
 		kind = ErrUnauthorized
+	case CodeForbidden:
+		kind = ErrForbidden
 	case CodeNotFound:
 		kind = ErrNotFound
 	case CodeConflict:

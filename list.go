@@ -24,6 +24,8 @@ type ListPayoutsRequest struct {
 	CreatedFrom time.Time `json:"created_from,omitzero"`
 	// CreatedTo keeps the payouts created before it.
 	CreatedTo time.Time `json:"created_to,omitzero"`
+	// Approval keeps the payouts in this approval state.
+	Approval Approval `json:"approval,omitempty"`
 	// Limit is the page size, 1 to MaxListLimit; 0 means DefaultListLimit.
 	Limit int `json:"limit,omitempty"`
 	// Cursor is the NextCursor of the previous page, with the same filter;
@@ -120,8 +122,19 @@ func (e *Engine) ListPayouts(ctx context.Context, workspaceID string, req ListPa
 	default:
 		v.add("status", "must be submitted, completed or failed")
 	}
-	f := PayoutFilter{Status: req.Status, PayerID: req.PayerID, CreatedFrom: ceilMicro(req.CreatedFrom), CreatedTo: ceilMicro(req.CreatedTo)}
-	return listPage(ctx, e, &v, "payouts", workspaceID, string(f.Status), f.PayerID, f.CreatedFrom, f.CreatedTo, req.Limit, req.Cursor,
+	switch req.Approval {
+	case "", ApprovalNone, ApprovalPending, ApprovalApproved, ApprovalRejected:
+	default:
+		v.add("approval", "must be none, pending, approved or rejected")
+	}
+	f := PayoutFilter{Status: req.Status, PayerID: req.PayerID, CreatedFrom: ceilMicro(req.CreatedFrom), CreatedTo: ceilMicro(req.CreatedTo), Approval: req.Approval}
+	// The approval filter joins the status in the cursor's scope only when
+	// set, so that cursors issued without it stay valid.
+	status := string(f.Status)
+	if f.Approval != "" {
+		status += "/approval=" + string(f.Approval)
+	}
+	return listPage(ctx, e, &v, "payouts", workspaceID, status, f.PayerID, f.CreatedFrom, f.CreatedTo, req.Limit, req.Cursor,
 		func(page PageRequest) (Page[Payout], error) { return e.store.Payouts(ctx, workspaceID, f, page) })
 }
 

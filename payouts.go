@@ -49,6 +49,17 @@ type Payout struct {
 	NetworkFee  decimal.NullDecimal
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	// Approval is the payout's approval hold: ApprovalNone (also the zero
+	// value) unless the workspace's approval_over held it.
+	Approval Approval
+}
+
+// approval is the payout's Approval, ApprovalNone when unset.
+func (p Payout) approval() Approval {
+	if p.Approval == "" {
+		return ApprovalNone
+	}
+	return p.Approval
 }
 
 // payoutJSON fixes the contract's member order and nulls.
@@ -67,6 +78,7 @@ type payoutJSON struct {
 	FailureReason *string      `json:"failure_reason"`
 	CreatedAt     string       `json:"created_at"`
 	UpdatedAt     string       `json:"updated_at"`
+	Approval      Approval     `json:"approval"`
 }
 
 // MarshalJSON renders the contract's payout object.
@@ -76,7 +88,7 @@ func (p Payout) MarshalJSON() ([]byte, error) {
 		Asset: p.Asset, Network: p.Network, Address: p.Address, PayerID: p.PayerID,
 		TxID: nullable(p.TxID), FailureReason: nullable(p.FailureReason),
 		AssetAmount: decimalString(p.AssetAmount), NetworkFee: decimalString(p.NetworkFee),
-		CreatedAt: formatTime(p.CreatedAt), UpdatedAt: formatTime(p.UpdatedAt),
+		CreatedAt: formatTime(p.CreatedAt), UpdatedAt: formatTime(p.UpdatedAt), Approval: p.approval(),
 	})
 }
 
@@ -136,7 +148,7 @@ func (p *Payout) UnmarshalJSON(data []byte) error {
 		Asset: j.Asset, Network: j.Network, Address: j.Address, PayerID: j.PayerID,
 		TxID: deref(j.TxID), FailureReason: deref(j.FailureReason),
 		AssetAmount: assetAmount, NetworkFee: fee,
-		CreatedAt: created, UpdatedAt: updated,
+		CreatedAt: created, UpdatedAt: updated, Approval: j.Approval,
 	}
 	return nil
 }
@@ -164,7 +176,7 @@ func (e *Engine) CreatePayout(ctx context.Context, workspaceID string, req Creat
 		return Payout{}, false, err
 	}
 	now := e.clock()
-	p.WorkspaceID, p.Status, p.CreatedAt, p.UpdatedAt = workspaceID, PayoutSubmitted, now, now
+	p.WorkspaceID, p.Status, p.CreatedAt, p.UpdatedAt, p.Approval = workspaceID, PayoutSubmitted, now, now, ApprovalNone
 
 	// One store call: it checks uniqueness before the balance, so a replay
 	// is answered even when the balance no longer covers it.
@@ -265,6 +277,9 @@ func (e *Engine) CompletePayoutWith(ctx context.Context, workspaceID, payoutID s
 		return Payout{}, err
 	}
 	return e.settle(ctx, workspaceID, payoutID, func(p *Payout) (EventType, error) {
+		if p.Approval == ApprovalPending {
+			return "", errConflict(fmt.Sprintf("payout %q is awaiting approval", p.PayoutID))
+		}
 		places := int32(MaxDecimals)
 		if coin, ok := e.coins.coin(p.Asset, p.Network); ok {
 			places = int32(coin.Decimals)

@@ -28,6 +28,7 @@ type Store interface {
 	Outbox
 	WorkNotifier
 	StaffStore
+	ControlStore
 	Close() error
 }
 
@@ -106,7 +107,8 @@ type PayoutStore interface {
 	// cursor is ErrInvalidInput.
 	Payouts(ctx context.Context, workspaceID string, f PayoutFilter, page PageRequest) (Page[Payout], error)
 	// ClaimPayoutHandoffs leases up to limit submitted payouts that have not
-	// been handed to the processor (and hold no live lease) to owner until
+	// been handed to the processor, are not held for approval
+	// (ApprovalPending), and hold no live lease, to owner until
 	// leaseUntil, oldest first. Each claim gives the payout a new fencing
 	// token, larger than any earlier one of that payout.
 	ClaimPayoutHandoffs(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]PayoutLease, error)
@@ -192,6 +194,48 @@ type Outbox interface {
 	OutboxHealth(ctx context.Context) (OutboxHealth, error)
 }
 
+// ControlStore keeps the workspaces' payout controls (contract, section 10)
+// and their security log (section 11). Every change of a control is
+// appended to the log in the same transaction as the change.
+//
+// CreatePayout enforces the policy: after its replay check and before its
+// debit, in the same transaction, it judges the payout with a PolicyCheck
+// (refusing it with the check's error and changing nothing, or storing it
+// with the Approval the check returns and its event's body rendered with
+// it); the 24-hour sum it reads is exact under concurrency, like the
+// balance. SettlePayout of a failed payout gives its amount back to that sum.
+type ControlStore interface {
+	// PayoutPolicy returns the workspace's policy, DefaultPayoutPolicy
+	// until it is changed.
+	PayoutPolicy(ctx context.Context, workspaceID string) (PayoutPolicy, error)
+	// UpdatePayoutPolicy applies patch to the workspace's policy and
+	// appends log, atomically, and returns the policy after the change.
+	UpdatePayoutPolicy(ctx context.Context, workspaceID string, patch PolicyPatch, log SecurityLogEntry) (PayoutPolicy, error)
+	// AddAddress stores e in the workspace's address book with ev (its
+	// address.added event) and log, atomically. An entry of the same
+	// network and Key is ErrConflict; an unknown workspace ErrNotFound.
+	AddAddress(ctx context.Context, e AddressEntry, ev Event, log SecurityLogEntry) error
+	// Addresses lists the workspace's address book, oldest first.
+	Addresses(ctx context.Context, workspaceID string) ([]AddressEntry, error)
+	// RemoveAddress deletes the entry of network and key and appends log,
+	// atomically, and returns how many entries it deleted (0 or 1).
+	RemoveAddress(ctx context.Context, workspaceID, network, key string, log SecurityLogEntry) (int, error)
+	// ApprovePayout moves a held payout (submitted, ApprovalPending) to
+	// ApprovalApproved, so that the hand-off claims it, and appends log,
+	// atomically. Any other payout is ErrConflict; an unknown one
+	// ErrNotFound.
+	ApprovePayout(ctx context.Context, workspaceID, payoutID string, at time.Time, log SecurityLogEntry) error
+	// RejectPayout is SettlePayout of p as failed (p.Approval
+	// ApprovalRejected) for a held payout only, with log appended in the
+	// same transaction. Any other payout is ErrConflict; an unknown one
+	// ErrNotFound.
+	RejectPayout(ctx context.Context, p Payout, ev Event, log SecurityLogEntry) error
+	// AppendSecurityLog appends one entry to the workspace's security log.
+	AppendSecurityLog(ctx context.Context, e SecurityLogEntry) error
+	// SecurityLog lists the workspace's security log, newest first.
+	SecurityLog(ctx context.Context, workspaceID string, page PageRequest) (Page[SecurityLogEntry], error)
+}
+
 // OutboxHealth is the state of the outbox, for audits and operators.
 type OutboxHealth struct {
 	Pending, Delivered, Failed int64
@@ -252,6 +296,8 @@ type PayoutFilter struct {
 	CreatedFrom time.Time
 	// CreatedTo keeps the payouts created before it; zero keeps all.
 	CreatedTo time.Time
+	// Approval keeps the payouts in this approval state; empty keeps all.
+	Approval Approval
 }
 
 // OrderFilter narrows an order listing. The zero value matches every order.

@@ -21,6 +21,9 @@ const (
 	EventPayoutCompleted EventType = "payout.completed"
 	EventPayoutFailed    EventType = "payout.failed"
 	EventOrderPaid       EventType = "order.paid"
+	// EventAddressAdded announces a new address book entry (its data is
+	// the entry), so that the merchant hears of every addition.
+	EventAddressAdded EventType = "address.added"
 )
 
 // DeliveryState is where an event stands in the outbox.

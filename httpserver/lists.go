@@ -13,6 +13,7 @@ import (
 // checked for JSON types and formats; the engine checks the values.
 type listRequest struct {
 	status, payerID, cursor string
+	approval                string // payouts only
 	from, to                time.Time
 	limit                   int
 }
@@ -20,8 +21,9 @@ type listRequest struct {
 // readListRequest reads a list body. Every member is optional and null
 // means absent. status, payer_id, created_from and created_to are strings
 // and, when present, not empty; the times are RFC 3339; limit is an integer
-// from 1 to 500; an empty cursor asks for the first page.
-func readListRequest(w http.ResponseWriter, r *http.Request) (listRequest, error) {
+// from 1 to 500; an empty cursor asks for the first page. A payout listing
+// (payouts) also reads approval, a string that is not empty either.
+func readListRequest(w http.ResponseWriter, r *http.Request, payouts bool) (listRequest, error) {
 	body, err := readObject(w, r)
 	if err != nil {
 		return listRequest{}, err
@@ -41,7 +43,14 @@ func readListRequest(w http.ResponseWriter, r *http.Request) (listRequest, error
 	); err != nil {
 		return listRequest{}, err
 	}
-	for _, name := range []string{"status", "payer_id", "created_from", "created_to"} {
+	names := []string{"status", "payer_id", "created_from", "created_to"}
+	if payouts {
+		if err := body.read(field{"approval", false, &lr.approval}); err != nil {
+			return listRequest{}, err
+		}
+		names = append(names, "approval")
+	}
+	for _, name := range names {
 		if string(body[name]) == `""` {
 			bad(name, "must not be empty (leave it out to keep all)")
 		}
@@ -85,12 +94,12 @@ func readListRequest(w http.ResponseWriter, r *http.Request) (listRequest, error
 }
 
 func (h *Handler) listPayouts(w http.ResponseWriter, r *http.Request, p payoutkit.Principal) error {
-	lr, err := readListRequest(w, r)
+	lr, err := readListRequest(w, r, true)
 	if err != nil {
 		return err
 	}
 	list, err := h.svc.ListPayouts(r.Context(), p.WorkspaceID, payoutkit.ListPayoutsRequest{
-		Status: payoutkit.PayoutStatus(lr.status), PayerID: lr.payerID,
+		Status: payoutkit.PayoutStatus(lr.status), PayerID: lr.payerID, Approval: payoutkit.Approval(lr.approval),
 		CreatedFrom: lr.from, CreatedTo: lr.to, Limit: lr.limit, Cursor: lr.cursor,
 	})
 	if err != nil {
@@ -100,7 +109,7 @@ func (h *Handler) listPayouts(w http.ResponseWriter, r *http.Request, p payoutki
 }
 
 func (h *Handler) listOrders(w http.ResponseWriter, r *http.Request, p payoutkit.Principal) error {
-	lr, err := readListRequest(w, r)
+	lr, err := readListRequest(w, r, false)
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func TestPayoutObjectAndLifecycle(t *testing.T) {
 	for k, want := range map[string]any{
 		"payout_id": "po-1001", "status": "submitted", "amount": "25.00", "currency": "USD",
 		"asset": "USDT", "network": "TRON", "address": tronAddr, "payer_id": "cust-42",
-		"txid": nil, "failure_reason": nil, "asset_amount": nil, "network_fee": nil,
+		"txid": nil, "failure_reason": nil, "asset_amount": nil, "network_fee": nil, "approval": "none",
 	} {
 		if got, ok := p[k]; !ok || got != want {
 			t.Fatalf("%s = %v, want %v (%s)", k, got, want, r.env.Data)
@@ -45,7 +45,7 @@ func TestPayoutObjectAndLifecycle(t *testing.T) {
 			t.Fatalf("%s = %q", k, ts)
 		}
 	}
-	if len(p) != 14 {
+	if len(p) != 15 {
 		t.Fatalf("payout object has %d members: %s", len(p), r.env.Data)
 	}
 	balance := func(avail, inProgress string) {

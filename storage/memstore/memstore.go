@@ -43,6 +43,7 @@ type workspace struct {
 	customers  map[string]*customer
 	// customerList holds customers in order of their first movement.
 	customerList []*customer
+	controls     controls
 }
 
 type customer struct {
@@ -326,8 +327,17 @@ func (s *Store) CreatePayout(_ context.Context, p payoutkit.Payout, ev payoutkit
 	if old := w.payouts[p.PayoutID]; old != nil {
 		return old.Payout, false, nil
 	}
+	approval, err := w.judge(p)
+	if err != nil {
+		return payoutkit.Payout{}, false, err
+	}
 	if w.balance.Available < p.Amount {
 		return payoutkit.Payout{}, false, payoutkit.ErrInsufficientBalance
+	}
+	if p.Approval = approval; approval != payoutkit.ApprovalNone {
+		if ev, err = ev.WithPayout(p); err != nil {
+			return payoutkit.Payout{}, false, err
+		}
 	}
 	w.balance.Available -= p.Amount
 	w.balance.InProgress += p.Amount
@@ -355,6 +365,15 @@ func (s *Store) SettlePayout(_ context.Context, p payoutkit.Payout, ev payoutkit
 	if row.Status != payoutkit.PayoutSubmitted {
 		return payoutkit.ErrConflict
 	}
+	s.settle(w, row, p, ev)
+	return nil
+}
+
+// settle moves the submitted payout row as p says, with ev.
+func (s *Store) settle(w *workspace, row *payout, p payoutkit.Payout, ev payoutkit.Event) {
+	if p.Approval != "" {
+		row.Approval = p.Approval
+	}
 	row.Status, row.TxID, row.FailureReason, row.UpdatedAt = p.Status, p.TxID, p.FailureReason, p.UpdatedAt
 	row.AssetAmount, row.NetworkFee = p.AssetAmount, p.NetworkFee
 	w.balance.InProgress -= row.Amount
@@ -368,7 +387,6 @@ func (s *Store) SettlePayout(_ context.Context, p payoutkit.Payout, ev payoutkit
 		s.addLedger(w, payoutkit.LedgerPayoutRefund, row.Amount, p.PayoutID, ev)
 	}
 	s.addEvent(w, ev)
-	return nil
 }
 
 // Payout implements payoutkit.PayoutStore.
@@ -396,7 +414,7 @@ func (s *Store) Payouts(_ context.Context, workspaceID string, f payoutkit.Payou
 	}
 	return newestOf(w.payoutList, page, func(r *payout) (bool, time.Time, int64, payoutkit.Payout) {
 		keep := (f.Status == "" || r.Status == f.Status) && (f.PayerID == "" || r.PayerID == f.PayerID) &&
-			inRange(r.CreatedAt, f.CreatedFrom, f.CreatedTo)
+			inRange(r.CreatedAt, f.CreatedFrom, f.CreatedTo) && (f.Approval == "" || r.Approval == f.Approval)
 		return keep, r.CreatedAt, r.seq, r.Payout
 	})
 }
@@ -479,7 +497,7 @@ func (s *Store) ClaimPayoutHandoffs(_ context.Context, owner string, now, leaseU
 	var due []*payout
 	for _, w := range s.workspaces {
 		for _, r := range w.payoutList {
-			if r.Status == payoutkit.PayoutSubmitted && !r.handedOff && !r.leaseUntil.After(now) {
+			if r.Status == payoutkit.PayoutSubmitted && !r.handedOff && !r.leaseUntil.After(now) && r.Approval != payoutkit.ApprovalPending {
 				due = append(due, r)
 			}
 		}

@@ -253,3 +253,11 @@ func openAt(t *testing.T, dsn string) *postgres.Store {
 	t.Cleanup(func() { s.Close() })
 	return s
 }
+
+// Two instances (two pools, two engines) on one PostgreSQL database race
+// 1,000 payouts against one workspace's daily limit: the database, not a
+// process, keeps the 24-hour sum exact, never overshooting it.
+func TestPostgresInstancesDailyLimitRace(t *testing.T) {
+	dsn := pgtest.Postgres(t)
+	storetest.RaceDailyLimit(t, openPostgres(t, dsn), openPostgres(t, dsn))
+}

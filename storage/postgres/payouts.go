@@ -27,6 +27,7 @@ func eventArgs(ev payoutkit.Event) []any  { return sqlcore.EventArgs(ev, ts) }
 // ledger entry and the event; one statement of a group-committed
 // transaction, all or nothing.
 func (s *Store) CreatePayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event) (payoutkit.Payout, bool, error) {
+	p.Approval = payoutkit.ApprovalNone // as the payout is inserted; its policy check may hold it
 	op := &createPayoutOp{s: s, p: p, ev: ev}
 	stored, created, err := op.result(ctx, s.w.WritePiped(ctx, p.WorkspaceID, op.run, op.pipe()))
 	if created && err == nil {
@@ -89,14 +90,63 @@ func (op *createPayoutOp) finish(ctx context.Context, tx *sql.Tx, inserted, debi
 		}
 		return sqlcore.ErrNothingToCommit
 	case !debited:
-		// A refusal leaves nothing changed (no savepoint takes the
-		// inserted payout back): delete it.
+		// The balance or the workspace's controls refused the debit: the
+		// policy judges the payout first, then the balance.
+		return op.controlled(ctx, tx)
+	}
+	op.stored, op.created = op.p, true
+	return nil
+}
+
+// controlled finishes a create whose debit was refused: by the balance
+// alone, or by the workspace's controls, which judge it before the balance
+// does. A refusal leaves nothing changed (no savepoint takes the inserted
+// payout back): it deletes the payout.
+func (op *createPayoutOp) controlled(ctx context.Context, tx *sql.Tx) error {
+	refuse := func(why error) error {
 		if _, err := tx.ExecContext(ctx, deletePayoutSQL, op.p.WorkspaceID, op.p.PayoutID); err != nil {
 			return err
 		}
-		return payoutkit.ErrInsufficientBalance
+		return why
 	}
-	op.stored, op.created = op.p, true
+	j, err := op.s.ops.JudgeCreate(ctx, tx, op.p)
+	switch {
+	case errors.Is(err, sqlcore.ErrNoControls):
+		return refuse(payoutkit.ErrInsufficientBalance)
+	case sqlcore.Refusal(err):
+		return refuse(err)
+	case err != nil:
+		return err
+	}
+	p, ev := op.p, op.ev
+	res, err := tx.ExecContext(ctx, pgControlledDebitSQL, p.WorkspaceID, int64(p.Amount))
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return refuse(payoutkit.ErrInsufficientBalance)
+	}
+	if p.Approval = j.Approval; p.Approval == payoutkit.ApprovalPending {
+		if ev, err = ev.WithPayout(p); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, pgMoveCustomerSQL, p.WorkspaceID, p.PayerID, int64(p.Amount), ts(p.CreatedAt)); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, pgInsertLedgerSQL,
+		p.WorkspaceID, string(payoutkit.LedgerPayoutDebit), -int64(p.Amount), p.PayoutID, ev.ID, ts(ev.CreatedAt)); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, pgInsertEventSQL, append([]any{p.WorkspaceID}, eventArgs(ev)...)...); err != nil {
+		return err
+	}
+	if err := j.Record(ctx, tx); err != nil {
+		return err
+	}
+	op.stored, op.created = p, true
 	return nil
 }
 
@@ -113,19 +163,35 @@ func (s *Store) SettlePayout(ctx context.Context, p payoutkit.Payout, ev payoutk
 	if p.Status != payoutkit.PayoutCompleted && p.Status != payoutkit.PayoutFailed {
 		return fmt.Errorf("sqlstore: settle payout: status %q is not completed or failed: %w", p.Status, payoutkit.ErrInvalidInput)
 	}
+	return s.settle(ctx, "settle payout", pgSettlePayoutSQL, p, ev, nil)
+}
+
+// RejectPayout implements payoutkit.ControlStore: SettlePayout of a held
+// payout, with its security log entry in the same transaction.
+func (s *Store) RejectPayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event, log payoutkit.SecurityLogEntry) error {
+	p.Status = payoutkit.PayoutFailed
+	return s.settle(ctx, "reject payout", pgRejectPayoutSQL, p, ev, &log)
+}
+
+// settle runs the settlement statement query (pgSettleSQL's parameters),
+// and appends log (when it has an action) if it settled.
+func (s *Store) settle(ctx context.Context, op, query string, p payoutkit.Payout, ev payoutkit.Event, log *payoutkit.SecurityLogEntry) error {
 	args := append([]any{p.WorkspaceID, p.PayoutID, string(p.Status), p.TxID, p.FailureReason, ts(p.UpdatedAt)}, eventArgs(ev)...)
 	args = append(args, sqlcore.DecimalArg(p.AssetAmount), sqlcore.DecimalArg(p.NetworkFee))
 	var settled bool
 	err := s.w.Write(ctx, p.WorkspaceID, func(ctx context.Context, tx *sql.Tx) error {
 		var n int
-		err := tx.QueryRowContext(ctx, pgSettlePayoutSQL, args...).Scan(&n)
+		err := tx.QueryRowContext(ctx, query, args...).Scan(&n)
 		settled = n == 1
-		return err
+		if err != nil || !settled || log == nil {
+			return err
+		}
+		return s.ops.AppendLog(ctx, tx, *log)
 	})
 	if err != nil {
-		return translate(ctx, "settle payout", err)
+		return translate(ctx, op, err)
 	}
-	if !settled { // not submitted, or not there
+	if !settled { // not submitted (or not held), or not there
 		if _, err := s.Payout(ctx, p.WorkspaceID, p.PayoutID); err != nil {
 			return err
 		}

@@ -274,7 +274,12 @@ func newOps(w writer) sqlcore.Ops {
 		// foreign key check locks the row too) then waits for the
 		// deleting transaction and fails, instead of failing the DELETE.
 		StaffLockSQL: `SELECT 1 FROM staff_users WHERE email = $1 AND workspace_id = $2 FOR UPDATE`,
-		Param:        func(n int, cast string) string { return fmt.Sprintf("$%d::%s", n, cast) },
+		// Every change of a workspace's 24-hour window (a create judged by
+		// its policy, a failure, a policy change) takes the balance row's
+		// lock first: they serialise, across instances, in one order.
+		LockBalanceSQL: `SELECT 1 FROM balances WHERE workspace_id = $1 FOR UPDATE`,
+		InsertEventSQL: pgInsertEventSQL,
+		Param:          func(n int, cast string) string { return fmt.Sprintf("$%d::%s", n, cast) },
 		// PostgreSQL plans from statistics: no index hints.
 		From: func(table string, _ sqlcore.NewestFilter) string { return table }})
 }

@@ -32,7 +32,9 @@ func pgEventInsert(from string, first int) string {
 // balance only if the payout was inserted and the balance covers it, and
 // records the ledger entry, the customer's in_progress and the event only if
 // the debit happened. It reports (inserted, debited); the caller commits
-// only when both are 1.
+// only when both are 1. The debit happens only while the workspace has no
+// payout controls; otherwise the caller's policy check runs, then
+// pgControlledDebitSQL and the statements after it.
 var pgCreatePayoutSQL = `WITH p AS (
 	INSERT INTO payouts (` + sqlcore.PayoutCols + `)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
@@ -40,7 +42,7 @@ var pgCreatePayoutSQL = `WITH p AS (
 	RETURNING workspace_id
 ), d AS (
 	UPDATE balances SET available = available - $4, in_progress = in_progress + $4
-	WHERE workspace_id = (SELECT workspace_id FROM p) AND available >= $4
+	WHERE workspace_id = (SELECT workspace_id FROM p) AND available >= $4 AND NOT controls
 	RETURNING workspace_id
 ), l AS (
 	INSERT INTO ledger_entries (` + sqlcore.LedgerCols + `)
@@ -61,16 +63,25 @@ SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM d)`
 // nothing; it returns how many payouts it settled. The customer's row to
 // insert cannot carry the negative in_progress change (CHECK constraints
 // judge it before the conflict does), so the update reads the amount from p.
-var pgSettlePayoutSQL = `WITH p AS (
+// A failed payout gives its amount back to the 24-hour window
+// (sqlcore.GiveBack), after the balance row's lock, which every change of
+// the window takes first.
+var pgSettlePayoutSQL = pgSettleSQL("", "")
+
+// pgRejectPayoutSQL is pgSettlePayoutSQL for a held payout's rejection.
+var pgRejectPayoutSQL = pgSettleSQL(", approval = 'rejected'", " AND approval = 'pending'")
+
+func pgSettleSQL(set, where string) string {
+	return `WITH p AS (
 	UPDATE payouts SET status = $3, txid = $4, failure_reason = $5, updated_at = $6,
-		asset_amount = $16::numeric, network_fee = $17::numeric
-	WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted'
-	RETURNING workspace_id, payer_id, amount
+		asset_amount = $16::numeric, network_fee = $17::numeric` + set + `
+	WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted'` + where + `
+	RETURNING workspace_id, payer_id, amount, created_at
 ), b AS (
 	UPDATE balances SET in_progress = balances.in_progress - p.amount,
 		available = balances.available + CASE WHEN $3 = 'failed' THEN p.amount ELSE 0 END
 	FROM p WHERE balances.workspace_id = p.workspace_id
-	RETURNING p.workspace_id, p.payer_id, p.amount
+	RETURNING p.workspace_id, p.payer_id, p.amount, p.created_at
 ), c AS (
 	INSERT INTO customers (workspace_id, payer_id, paid_out, first_seen_at)
 	SELECT workspace_id, payer_id, CASE WHEN $3 = 'completed' THEN amount ELSE 0 END, $6::timestamptz FROM b
@@ -79,10 +90,33 @@ var pgSettlePayoutSQL = `WITH p AS (
 ), l AS (
 	INSERT INTO ledger_entries (` + sqlcore.LedgerCols + `)
 	SELECT workspace_id, 'payout_refund', amount, $2::text, $7::text, $10::timestamptz FROM p WHERE $3::text = 'failed'
+), s AS (
+	UPDATE payout_spend SET amount = payout_spend.amount - b.amount
+	FROM b WHERE $3::text = 'failed' AND payout_spend.workspace_id = b.workspace_id
+		AND payout_spend.hour = floor(extract(epoch FROM b.created_at) / 3600)::bigint
+), x AS (
+	UPDATE payout_policies SET spend_expired = payout_policies.spend_expired - b.amount
+	FROM b WHERE $3::text = 'failed' AND payout_policies.workspace_id = b.workspace_id AND payout_policies.daily_limit IS NOT NULL
+		AND payout_policies.spend_hour = floor(extract(epoch FROM b.created_at) / 3600)::bigint AND payout_policies.spend_pos >= b.created_at
 ), e AS (
 	` + pgEventInsert("p", 7) + `
 )
 SELECT count(*) FROM p`
+}
+
+// The statements of a create that the workspace's controls sent to its
+// policy check, after the check: the debit, then what pgCreatePayoutSQL
+// records after it.
+const (
+	pgControlledDebitSQL = `UPDATE balances SET available = available - $2, in_progress = in_progress + $2
+		WHERE workspace_id = $1 AND available >= $2`
+	pgMoveCustomerSQL = `INSERT INTO customers (workspace_id, payer_id, in_progress, first_seen_at) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (workspace_id, payer_id) DO UPDATE SET in_progress = customers.in_progress + EXCLUDED.in_progress`
+	pgInsertLedgerSQL = `INSERT INTO ledger_entries (` + sqlcore.LedgerCols + `) VALUES ($1, $2, $3, $4, $5, $6)`
+)
+
+// pgInsertEventSQL inserts one event: $1 its workspace, $2-$10 EventArgs.
+var pgInsertEventSQL = pgEventInsert("(SELECT $1::text AS workspace_id)", 2)
 
 // pgMarkOrderPaidSQL: $1 workspace, $2 order_id, $3 paid at, $4 updated at,
 // $5-$13 the event; it returns how many orders it marked paid. An order

@@ -16,13 +16,21 @@ const (
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 		ON CONFLICT (workspace_id, payout_id) DO NOTHING`
 	// The no-overdraft rule: the debit happens only if it leaves the
-	// available balance at zero or above.
+	// available balance at zero or above. It happens only while the
+	// workspace has no payout controls; otherwise the create's policy check
+	// runs first, then controlledDebitSQL.
 	debitSQL = `UPDATE balances SET available = available - $2, in_progress = in_progress + $2
+		WHERE workspace_id = $1 AND available >= $2 AND controls = 0`
+	controlledDebitSQL = `UPDATE balances SET available = available - $2, in_progress = in_progress + $2
 		WHERE workspace_id = $1 AND available >= $2`
 	insertLedgerSQL = `INSERT INTO ledger_entries (` + sqlcore.LedgerCols + `) VALUES ($1, $2, $3, $4, $5, $6)`
 	// SettlePayout: the conditional status change, then the balance.
 	settlePayoutSQL = `UPDATE payouts SET status = $3, txid = $4, failure_reason = $5, updated_at = $6, asset_amount = $7, network_fee = $8
-		WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted' RETURNING amount, payer_id`
+		WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted' RETURNING amount, payer_id, created_at`
+	// rejectPayoutSQL is settlePayoutSQL for a held payout's rejection.
+	rejectPayoutSQL = `UPDATE payouts SET status = $3, txid = $4, failure_reason = $5, updated_at = $6, asset_amount = $7, network_fee = $8,
+		approval = 'rejected'
+		WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted' AND approval = 'pending' RETURNING amount, payer_id, created_at`
 	settleBalanceSQL = `UPDATE balances SET in_progress = in_progress - $2, available = available + $3 WHERE workspace_id = $1`
 	// The customer totals: $1 workspace, $2 payer_id, $3-$5 what to add to
 	// paid_in, paid_out and in_progress (a settlement's is negative), $6 the
@@ -51,6 +59,7 @@ func eventArgs(ev payoutkit.Event) []any  { return sqlcore.EventArgs(ev, ts) }
 // ledger entry and the event; one savepoint of a group-committed
 // transaction (or none: a refusal changes nothing), all or nothing.
 func (s *Store) CreatePayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event) (payoutkit.Payout, bool, error) {
+	p.Approval = payoutkit.ApprovalNone // as the payout is inserted; its policy check may hold it
 	op := &createPayoutOp{s: s, p: p, ev: ev}
 	stored, created, err := op.result(ctx, s.w.Write(ctx, true, op.run))
 	if created && err == nil {
@@ -92,14 +101,56 @@ func (op *createPayoutOp) finish(ctx context.Context, tx *sql.Tx, inserted, debi
 		}
 		return sqlcore.ErrNothingToCommit
 	case !debited:
-		// A refusal leaves nothing changed (no savepoint takes the
-		// inserted payout back): delete it.
+		// The balance or the workspace's controls refused the debit: the
+		// policy judges the payout first, then the balance.
+		return op.controlled(ctx, tx)
+	}
+	op.stored, op.created = op.p, true
+	return nil
+}
+
+// controlled finishes a create whose debit was refused: by the balance
+// alone, or by the workspace's controls, which judge it before the balance
+// does. A refusal leaves nothing changed (no savepoint takes the inserted
+// payout back): it deletes the payout.
+func (op *createPayoutOp) controlled(ctx context.Context, tx *sql.Tx) error {
+	refuse := func(why error) error {
 		if _, err := op.s.st.exec(ctx, tx, deletePayoutSQL, op.p.WorkspaceID, op.p.PayoutID); err != nil {
 			return err
 		}
-		return payoutkit.ErrInsufficientBalance
+		return why
 	}
-	op.stored, op.created = op.p, true
+	j, err := op.s.ops.JudgeCreate(ctx, tx, op.p)
+	switch {
+	case errors.Is(err, sqlcore.ErrNoControls):
+		return refuse(payoutkit.ErrInsufficientBalance)
+	case sqlcore.Refusal(err):
+		return refuse(err)
+	case err != nil:
+		return err
+	}
+	res, err := op.s.st.exec(ctx, tx, controlledDebitSQL, op.p.WorkspaceID, int64(op.p.Amount))
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return refuse(payoutkit.ErrInsufficientBalance)
+	}
+	p, ev := op.p, op.ev
+	if p.Approval = j.Approval; p.Approval == payoutkit.ApprovalPending {
+		if ev, err = ev.WithPayout(p); err != nil {
+			return err
+		}
+	}
+	if err := op.s.afterDebit(ctx, tx, p, ev); err != nil {
+		return err
+	}
+	if err := j.Record(ctx, tx); err != nil {
+		return err
+	}
+	op.stored, op.created = p, true
 	return nil
 }
 
@@ -126,15 +177,21 @@ func (s *Store) createPayout(ctx context.Context, tx *sql.Tx, p payoutkit.Payout
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return true, false, err
 	}
+	return true, true, s.afterDebit(ctx, tx, p, ev)
+}
+
+// afterDebit records a debited payout's customer movement, ledger entry
+// and event in tx.
+func (s *Store) afterDebit(ctx context.Context, tx *sql.Tx, p payoutkit.Payout, ev payoutkit.Event) error {
 	if _, err := s.st.exec(ctx, tx, moveCustomerSQL, p.WorkspaceID, p.PayerID, 0, 0, int64(p.Amount), ts(p.CreatedAt)); err != nil {
-		return true, true, err
+		return err
 	}
 	if _, err := s.st.exec(ctx, tx, insertLedgerSQL,
 		p.WorkspaceID, string(payoutkit.LedgerPayoutDebit), -int64(p.Amount), p.PayoutID, ev.ID, ts(ev.CreatedAt)); err != nil {
-		return true, true, err
+		return err
 	}
-	_, err = s.st.exec(ctx, tx, insertEventSQL, append([]any{p.WorkspaceID}, eventArgs(ev)...)...)
-	return true, true, err
+	_, err := s.st.exec(ctx, tx, insertEventSQL, append([]any{p.WorkspaceID}, eventArgs(ev)...)...)
+	return err
 }
 
 // SettlePayout implements payoutkit.PayoutStore.
@@ -142,13 +199,30 @@ func (s *Store) SettlePayout(ctx context.Context, p payoutkit.Payout, ev payoutk
 	if p.Status != payoutkit.PayoutCompleted && p.Status != payoutkit.PayoutFailed {
 		return fmt.Errorf("sqlstore: settle payout: status %q is not completed or failed: %w", p.Status, payoutkit.ErrInvalidInput)
 	}
+	return s.settle(ctx, "settle payout", settlePayoutSQL, p, ev, nil)
+}
+
+// RejectPayout implements payoutkit.ControlStore: SettlePayout of a held
+// payout, with its security log entry.
+func (s *Store) RejectPayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event, log payoutkit.SecurityLogEntry) error {
+	p.Status = payoutkit.PayoutFailed
+	return s.settle(ctx, "reject payout", rejectPayoutSQL, p, ev, func(ctx context.Context, tx *sql.Tx) error {
+		return s.ops.AppendLog(ctx, tx, log)
+	})
+}
+
+// settle runs update (settlePayoutSQL's parameters) and the balance, the
+// customer, the ledger, the 24-hour window and the event that follow, and
+// then also, in the same transaction.
+func (s *Store) settle(ctx context.Context, op, update string, p payoutkit.Payout, ev payoutkit.Event, also sqlcore.TxFunc) error {
 	var settled bool
 	err := s.w.Write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
 		settled = false
 		var amount int64
 		var payer string
-		err := s.st.queryRow(ctx, tx, settlePayoutSQL, p.WorkspaceID, p.PayoutID, string(p.Status), p.TxID, p.FailureReason, ts(p.UpdatedAt),
-			sqlcore.DecimalArg(p.AssetAmount), sqlcore.DecimalArg(p.NetworkFee)).Scan(&amount, &payer)
+		var createdAt time.Time
+		err := s.st.queryRow(ctx, tx, update, p.WorkspaceID, p.PayoutID, string(p.Status), p.TxID, p.FailureReason, ts(p.UpdatedAt),
+			sqlcore.DecimalArg(p.AssetAmount), sqlcore.DecimalArg(p.NetworkFee)).Scan(&amount, &payer, sqlcore.TimeCol{T: &createdAt})
 		if errors.Is(err, sql.ErrNoRows) {
 			return sqlcore.ErrNothingToCommit
 		} else if err != nil {
@@ -171,9 +245,17 @@ func (s *Store) SettlePayout(ctx context.Context, p payoutkit.Payout, ev payoutk
 				p.WorkspaceID, string(payoutkit.LedgerPayoutRefund), refund, p.PayoutID, ev.ID, ts(ev.CreatedAt)); err != nil {
 				return err
 			}
+			if err := s.ops.GiveBack(ctx, tx, p.WorkspaceID, amount, createdAt); err != nil {
+				return err
+			}
 		}
 		if _, err := s.st.exec(ctx, tx, insertEventSQL, append([]any{p.WorkspaceID}, eventArgs(ev)...)...); err != nil {
 			return err
+		}
+		if also != nil {
+			if err := also(ctx, tx); err != nil {
+				return err
+			}
 		}
 		settled = true
 		return nil
@@ -182,9 +264,9 @@ func (s *Store) SettlePayout(ctx context.Context, p payoutkit.Payout, ev payoutk
 		err = nil
 	}
 	if err != nil {
-		return translate(ctx, "settle payout", err)
+		return translate(ctx, op, err)
 	}
-	if !settled { // not submitted, or not there
+	if !settled { // not submitted (or not held), or not there
 		if _, err := s.Payout(ctx, p.WorkspaceID, p.PayoutID); err != nil {
 			return err
 		}

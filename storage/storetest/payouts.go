@@ -23,7 +23,7 @@ func testPayouts(t *testing.T, open Open) {
 		want := payoutkit.Payout{
 			WorkspaceID: ws, PayoutID: "po-1", Status: payoutkit.PayoutSubmitted, Amount: 2500,
 			Asset: "USDT", Network: "TRON", Address: TronAddress, PayerID: "cust-42",
-			CreatedAt: p.CreatedAt, UpdatedAt: p.CreatedAt,
+			CreatedAt: p.CreatedAt, UpdatedAt: p.CreatedAt, Approval: payoutkit.ApprovalNone,
 		}
 		if diff := cmp.Diff(want, p); diff != "" {
 			t.Fatalf("created payout (-want +got):\n%s", diff)

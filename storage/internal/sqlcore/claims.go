@@ -48,7 +48,7 @@ RETURNING ` + EventCols + `, seq`
 
 const claimHandoffsSQL = `WITH due AS MATERIALIZED (
 	SELECT seq FROM payouts
-	WHERE status = 'submitted' AND handed_off_at IS NULL
+	WHERE status = 'submitted' AND handed_off_at IS NULL AND approval <> 'pending'
 		AND (handoff_lease_until IS NULL OR handoff_lease_until <= $1)
 	ORDER BY seq
 	LIMIT $3

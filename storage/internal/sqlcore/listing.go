@@ -18,6 +18,9 @@ type OpsWriter interface {
 	Admin() Querier
 	Reader() Querier
 	ReadRow(ctx context.Context, query string, args ...any) Scanner
+	// Committed tells the engine's loops that a write committed work for
+	// them.
+	Committed()
 }
 
 // Ops are a store's operations whose statements are the same on both
@@ -50,6 +53,12 @@ type OpsConfig struct {
 	// From renders the FROM clause of a listing of newest rows of table
 	// filtered by f (the place for an index hint).
 	From func(table string, f NewestFilter) string
+	// LockBalanceSQL locks ($1) a workspace's balance row for the rest of
+	// a transaction, where the database needs it ("" on SQLite, whose
+	// writer holds the whole database).
+	LockBalanceSQL string
+	// InsertEventSQL inserts an event: $1 its workspace, $2... EventArgs.
+	InsertEventSQL string
 }
 
 // NewOps binds the common operations to w.
@@ -118,6 +127,8 @@ func ParseCursor(c string) (int64, error) {
 type NewestFilter struct {
 	Status, PayerID string
 	From, To        time.Time
+	// Approval keeps the payouts in this approval state.
+	Approval string
 }
 
 // ListNewest reads one page of payouts or orders (table), newest first by
@@ -172,6 +183,9 @@ func (l *Ops) newestQuery(table, cols, workspaceID string, f NewestFilter, req p
 	}
 	if f.PayerID != "" {
 		where = append(where, "payer_id = "+arg(f.PayerID, "text"))
+	}
+	if f.Approval != "" {
+		where = append(where, "approval = "+arg(f.Approval, "text"))
 	}
 	if !f.From.IsZero() {
 		where = append(where, "created_at >= "+arg(l.c.TS(f.From), "timestamptz"))

@@ -146,7 +146,7 @@ func (o *Ops) Payout(ctx context.Context, workspaceID, payoutID string) (payoutk
 // Payouts implements payoutkit.PayoutStore.
 func (o *Ops) Payouts(ctx context.Context, workspaceID string, f payoutkit.PayoutFilter, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Payout], error) {
 	return ListNewest(ctx, o, "payouts", PayoutReadCols, workspaceID,
-		NewestFilter{Status: string(f.Status), PayerID: f.PayerID, From: f.CreatedFrom, To: f.CreatedTo}, page,
+		NewestFilter{Status: string(f.Status), PayerID: f.PayerID, From: f.CreatedFrom, To: f.CreatedTo, Approval: string(f.Approval)}, page,
 		ScanPayout, func(p payoutkit.Payout) time.Time { return p.CreatedAt })
 }
 

@@ -72,7 +72,7 @@ var (
 // transaction is still sound: the write changed nothing.
 func Refusal(err error) bool {
 	return errors.Is(err, ErrNothingToCommit) || errors.Is(err, payoutkit.ErrInsufficientBalance) ||
-		errors.Is(err, payoutkit.ErrConflict)
+		errors.Is(err, payoutkit.ErrConflict) || errors.Is(err, payoutkit.ErrPayoutLimit) || errors.Is(err, payoutkit.ErrForbidden)
 }
 
 // Apply runs fn, turning a panic into an error: a panic must not kill a
@@ -230,10 +230,11 @@ func DecimalArg(d decimal.NullDecimal) any {
 
 // Column lists of payoutkit's tables. PayoutCols are the columns a new
 // payout is inserted with; PayoutReadCols add the settlement details, which
-// only a completion sets.
+// only a completion sets, and the approval hold, which the create's policy
+// check sets.
 const (
 	PayoutCols     = `workspace_id, payout_id, status, amount, asset, network, address, payer_id, txid, failure_reason, created_at, updated_at`
-	PayoutReadCols = PayoutCols + `, asset_amount, network_fee`
+	PayoutReadCols = PayoutCols + `, asset_amount, network_fee, approval`
 	OrderCols      = `workspace_id, order_id, status, amount, payer_id, description, created_at, updated_at, paid_at`
 	LedgerCols     = `workspace_id, kind, amount, ref, event_id, created_at`
 	EventCols      = `id, workspace_id, type, subject, created_at, body, state, attempts, next_attempt_at, last_error`
@@ -248,7 +249,7 @@ func ScanPayout(sc Scanner, extra ...any) (payoutkit.Payout, error) {
 	var p payoutkit.Payout
 	err := sc.Scan(append([]any{&p.WorkspaceID, &p.PayoutID, &p.Status, &p.Amount, &p.Asset, &p.Network, &p.Address,
 		&p.PayerID, &p.TxID, &p.FailureReason, TimeCol{&p.CreatedAt}, TimeCol{&p.UpdatedAt},
-		DecimalCol{&p.AssetAmount}, DecimalCol{&p.NetworkFee}}, extra...)...)
+		DecimalCol{&p.AssetAmount}, DecimalCol{&p.NetworkFee}, &p.Approval}, extra...)...)
 	return p, err
 }
 

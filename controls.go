@@ -1,0 +1,316 @@
+package payoutkit
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/payoutkit/payoutkit/address"
+)
+
+// Approval is where a payout stands with the workspace's approval hold
+// (contract, section 10).
+type Approval string
+
+// A payout at or under the workspace's approval_over is never held (none);
+// one above it is held (pending) until staff approve it (approved: it is then
+// handed off as any other) or reject it (rejected: it fails and is credited
+// back).
+const (
+	ApprovalNone     Approval = "none"
+	ApprovalPending  Approval = "pending"
+	ApprovalApproved Approval = "approved"
+	ApprovalRejected Approval = "rejected"
+)
+
+// DefaultCoolingOff is how long a new address book entry waits before a
+// payout may use it, unless the workspace's policy says otherwise.
+const DefaultCoolingOff = 24 * time.Hour
+
+// DailyWindow is the span of the daily limit: the payouts created in the
+// last DailyWindow that have not failed count toward it.
+const DailyWindow = 24 * time.Hour
+
+// Limit is an optional amount of a payout policy: unset (Set false) means no
+// limit.
+type Limit struct {
+	Amount Amount
+	Set    bool
+}
+
+// LimitOf returns a set limit of a.
+func LimitOf(a Amount) Limit { return Limit{Amount: a, Set: true} }
+
+// MarshalJSON renders the amount ("500.00"), or null when unset.
+func (l Limit) MarshalJSON() ([]byte, error) {
+	if !l.Set {
+		return []byte("null"), nil
+	}
+	return l.Amount.MarshalJSON()
+}
+
+// UnmarshalJSON reads what MarshalJSON renders.
+func (l *Limit) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		*l = Limit{}
+		return nil
+	}
+	*l = Limit{Set: true}
+	return l.Amount.UnmarshalJSON(data)
+}
+
+// PayoutPolicy is a workspace's payout controls (contract, section 10). The
+// zero limits are unset; DefaultPayoutPolicy is a workspace's policy until it
+// is changed, and stops nothing.
+type PayoutPolicy struct {
+	// MaxPayout refuses a payout above it (40000).
+	MaxPayout Limit
+	// DailyLimit refuses a payout that would take the workspace's payouts
+	// of the last 24 hours that have not failed above it (40000).
+	DailyLimit Limit
+	// ApprovalOver holds a payout above it until staff approve it.
+	ApprovalOver Limit
+	// AddressAllowlist refuses (40300) a payout to an address that is not
+	// in the workspace's address book, or not yet usable.
+	AddressAllowlist bool
+	// CoolingOff is how long a new address book entry waits before use.
+	CoolingOff time.Duration
+}
+
+// DefaultPayoutPolicy is the policy of a workspace that never changed it:
+// no limit, no hold, no allowlist, and a cooling-off of DefaultCoolingOff.
+func DefaultPayoutPolicy() PayoutPolicy { return PayoutPolicy{CoolingOff: DefaultCoolingOff} }
+
+// Controls reports whether the policy can refuse or hold a payout; a store
+// may skip reading it for payouts while it cannot.
+func (p PayoutPolicy) Controls() bool {
+	return p.MaxPayout.Set || p.DailyLimit.Set || p.ApprovalOver.Set || p.AddressAllowlist
+}
+
+type payoutPolicyJSON struct {
+	MaxPayout        Limit  `json:"max_payout"`
+	DailyLimit       Limit  `json:"daily_limit"`
+	ApprovalOver     Limit  `json:"approval_over"`
+	AddressAllowlist bool   `json:"address_allowlist"`
+	CoolingOff       string `json:"cooling_off"`
+}
+
+// MarshalJSON renders the contract's policy object.
+func (p PayoutPolicy) MarshalJSON() ([]byte, error) {
+	return json.Marshal(payoutPolicyJSON{p.MaxPayout, p.DailyLimit, p.ApprovalOver, p.AddressAllowlist, p.CoolingOff.String()})
+}
+
+// PolicyPatch changes some members of a payout policy: a nil member stays as
+// it is; a limit set to the zero Limit is cleared.
+type PolicyPatch struct {
+	MaxPayout, DailyLimit, ApprovalOver *Limit
+	AddressAllowlist                    *bool
+	CoolingOff                          *time.Duration
+}
+
+// Apply returns p with the patch's members set.
+func (c PolicyPatch) Apply(p PayoutPolicy) PayoutPolicy {
+	if c.MaxPayout != nil {
+		p.MaxPayout = *c.MaxPayout
+	}
+	if c.DailyLimit != nil {
+		p.DailyLimit = *c.DailyLimit
+	}
+	if c.ApprovalOver != nil {
+		p.ApprovalOver = *c.ApprovalOver
+	}
+	if c.AddressAllowlist != nil {
+		p.AddressAllowlist = *c.AddressAllowlist
+	}
+	if c.CoolingOff != nil {
+		p.CoolingOff = *c.CoolingOff
+	}
+	return p
+}
+
+// details names the members the patch sets, as the security log records them.
+func (c PolicyPatch) details() map[string]string {
+	d := map[string]string{}
+	limit := func(name string, l *Limit) {
+		if l == nil {
+			return
+		}
+		d[name] = "null"
+		if l.Set {
+			d[name] = l.Amount.String()
+		}
+	}
+	limit("max_payout", c.MaxPayout)
+	limit("daily_limit", c.DailyLimit)
+	limit("approval_over", c.ApprovalOver)
+	if c.AddressAllowlist != nil {
+		d["address_allowlist"] = fmt.Sprint(*c.AddressAllowlist)
+	}
+	if c.CoolingOff != nil {
+		d["cooling_off"] = c.CoolingOff.String()
+	}
+	return d
+}
+
+// AddressEntry is one destination of a workspace's address book.
+type AddressEntry struct {
+	WorkspaceID string
+	Network     string
+	// Address is the address as it was added.
+	Address string
+	// Key is the address in the one form its network reads it
+	// (AddressKey), the form entries are looked up and compared by.
+	Key   string
+	Label string
+	// AddedAt is when it was added; UsableFrom is AddedAt plus the
+	// cooling-off in force then, the first moment a payout may use it.
+	AddedAt    time.Time
+	UsableFrom time.Time
+}
+
+type addressEntryJSON struct {
+	Network    string `json:"network"`
+	Address    string `json:"address"`
+	Label      string `json:"label"`
+	AddedAt    string `json:"added_at"`
+	UsableFrom string `json:"usable_from"`
+}
+
+// MarshalJSON renders the contract's entry object.
+func (a AddressEntry) MarshalJSON() ([]byte, error) {
+	return json.Marshal(addressEntryJSON{a.Network, a.Address, a.Label, formatTime(a.AddedAt), formatTime(a.UsableFrom)})
+}
+
+// AddressKey is the form in which a network reads addr, for comparing two
+// addresses (address.Normalize): on a network that package address does not
+// know (an AddressValidators one), addr as it is.
+func AddressKey(network, addr string) string {
+	if k, err := address.Normalize(network, addr); err == nil {
+		return k
+	}
+	return addr
+}
+
+// PolicyCheck is what a store reads in the transaction that creates a
+// payout, after its replay check and before its debit, to judge it against
+// the workspace's policy.
+type PolicyCheck struct {
+	Policy PayoutPolicy
+	// Spent is the sum of the workspace's payouts created in the
+	// DailyWindow before the new payout's CreatedAt (or after it) that
+	// have not failed;
+	// read only when Policy.DailyLimit is set.
+	Spent Amount
+	// Entry is the address book's entry for the payout's network and
+	// AddressKey, when InBook; read only when Policy.AddressAllowlist.
+	Entry  AddressEntry
+	InBook bool
+}
+
+// Judge applies the policy to p in the contract's order (the payout limit,
+// the 24-hour limit, the address allowlist) and returns whether p is held for
+// approval, or the refusal: an ErrPayoutLimit or an ErrForbidden.
+func (c PolicyCheck) Judge(p Payout) (Approval, error) {
+	pol := c.Policy
+	if pol.MaxPayout.Set && p.Amount > pol.MaxPayout.Amount {
+		return "", newError(ErrPayoutLimit, "amount exceeds the payout limit of "+pol.MaxPayout.Amount.String())
+	}
+	if pol.DailyLimit.Set && c.Spent+p.Amount > pol.DailyLimit.Amount {
+		left := max(pol.DailyLimit.Amount-c.Spent, 0)
+		return "", newError(ErrPayoutLimit, "amount exceeds the 24-hour payout limit of "+
+			pol.DailyLimit.Amount.String()+" ("+left.String()+" left)")
+	}
+	if pol.AddressAllowlist {
+		switch {
+		case !c.InBook:
+			return "", errForbidden("address is not in the allowlist")
+		case p.CreatedAt.Before(c.Entry.UsableFrom):
+			return "", errForbidden("address is allowlisted but usable only from " + formatTime(c.Entry.UsableFrom))
+		}
+	}
+	if pol.ApprovalOver.Set && p.Amount > pol.ApprovalOver.Amount {
+		return ApprovalPending, nil
+	}
+	return ApprovalNone, nil
+}
+
+// WithPayout returns ev with its body's data replaced by p, keeping its id,
+// type and time: a store that holds a payout for approval records the
+// payout.submitted event of the payout it stored.
+func (ev Event) WithPayout(p Payout) (Event, error) {
+	body, err := json.Marshal(eventBody{ID: ev.ID, Type: ev.Type, CreatedAt: formatTime(ev.CreatedAt), WorkspaceID: ev.WorkspaceID, Data: p})
+	if err != nil {
+		return Event{}, fmt.Errorf("encoding event %s: %w", ev.Type, err)
+	}
+	ev.Body = body
+	return ev, nil
+}
+
+// SpendHour is the hour (since the Unix epoch) that t falls in: the daily
+// limit's stores keep one running sum per hour.
+func SpendHour(t time.Time) int64 { return t.UnixMicro() / int64(time.Hour/time.Microsecond) }
+
+// Actor is who made a change to the security or money controls, as the
+// security log records it.
+type Actor struct {
+	// ID is "cli", a staff e-mail, or "api:<key prefix>".
+	ID string
+	// ClientAddr is the client's IP address; empty when there is none (the
+	// CLI).
+	ClientAddr string
+}
+
+// ActorCLI is the command line: an operator on the server's own machine.
+var ActorCLI = Actor{ID: "cli"}
+
+// StaffActor is a staff user of the portal, from a client address.
+func StaffActor(email, clientAddr string) Actor { return Actor{ID: email, ClientAddr: clientAddr} }
+
+// KeyActor is an API key, named by its prefix (never the key), from a
+// client address.
+func KeyActor(prefix, clientAddr string) Actor {
+	return Actor{ID: "api:" + prefix, ClientAddr: clientAddr}
+}
+
+// The actions of the security log that this package records.
+const (
+	ActionPolicyChanged  = "policy.changed"
+	ActionAddressAdded   = "address.added"
+	ActionAddressRemoved = "address.removed"
+	ActionPayoutApproved = "payout.approved"
+	ActionPayoutRejected = "payout.rejected"
+)
+
+// SecurityLogEntry is one entry of a workspace's security log: append-only,
+// never edited or deleted. Details says what changed and never holds a key,
+// secret, password or code.
+type SecurityLogEntry struct {
+	WorkspaceID string
+	At          time.Time
+	Action      string
+	Actor       string
+	ClientAddr  string
+	Details     map[string]string
+}
+
+type securityLogJSON struct {
+	At         string            `json:"at"`
+	Action     string            `json:"action"`
+	Actor      string            `json:"actor"`
+	ClientAddr *string           `json:"client_addr"`
+	Details    map[string]string `json:"details"`
+}
+
+// MarshalJSON renders the entry as the CLI prints it.
+func (e SecurityLogEntry) MarshalJSON() ([]byte, error) {
+	d := e.Details
+	if d == nil {
+		d = map[string]string{}
+	}
+	return json.Marshal(securityLogJSON{formatTime(e.At), e.Action, e.Actor, nullable(e.ClientAddr), d})
+}
+
+// logEntry is an entry of the security log by a, now.
+func logEntry(workspaceID string, at time.Time, action string, a Actor, details map[string]string) SecurityLogEntry {
+	return SecurityLogEntry{WorkspaceID: workspaceID, At: at, Action: action, Actor: a.ID, ClientAddr: a.ClientAddr, Details: details}
+}

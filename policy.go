@@ -1,0 +1,232 @@
+package payoutkit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// PayoutPolicy returns the workspace's payout policy (contract, section 10).
+func (e *Engine) PayoutPolicy(ctx context.Context, workspaceID string) (PayoutPolicy, error) {
+	p, err := e.store.PayoutPolicy(ctx, workspaceID)
+	if errors.Is(err, ErrNotFound) {
+		return PayoutPolicy{}, errNotFound("workspace")
+	}
+	return p, err
+}
+
+// SetPayoutPolicy applies patch to the workspace's payout policy, records
+// the change in its security log as by's, and returns the policy after it.
+// The change is in the store, so it holds from the next payout on every
+// engine sharing it. A limit must be greater than 0 and the cooling-off 0 or
+// more; otherwise ErrInvalidInput and nothing changes.
+func (e *Engine) SetPayoutPolicy(ctx context.Context, workspaceID string, patch PolicyPatch, by Actor) (PayoutPolicy, error) {
+	var v validation
+	for _, l := range []struct {
+		field string
+		l     *Limit
+	}{{"max_payout", patch.MaxPayout}, {"daily_limit", patch.DailyLimit}, {"approval_over", patch.ApprovalOver}} {
+		if l.l != nil && l.l.Set && (l.l.Amount <= 0 || l.l.Amount > MaxAmount) {
+			v.add(l.field, "must be greater than 0 and at most "+MaxAmount.String())
+		}
+	}
+	if patch.CoolingOff != nil && (*patch.CoolingOff < 0 || *patch.CoolingOff > 10*365*24*time.Hour) {
+		v.add("cooling_off", "must be between 0 and 87600h")
+	}
+	if err := v.err(); err != nil {
+		return PayoutPolicy{}, err
+	}
+	log := logEntry(workspaceID, e.clock(), ActionPolicyChanged, by, patch.details())
+	p, err := e.store.UpdatePayoutPolicy(ctx, workspaceID, patch, log)
+	if errors.Is(err, ErrNotFound) {
+		return PayoutPolicy{}, errNotFound("workspace")
+	}
+	return p, err
+}
+
+// AddAddress adds a valid address of one of the coins' networks to the
+// workspace's address book, usable once the policy's cooling-off has
+// passed, with its address.added event and a security log entry, all in one
+// change. An address already in the book (in any spelling its network reads
+// as the same) is ErrConflict.
+func (e *Engine) AddAddress(ctx context.Context, workspaceID, network, addr, label string, by Actor) (AddressEntry, error) {
+	var v validation
+	net, valid, ok := e.coins.network(network)
+	switch {
+	case network == "":
+		v.add("network", "is required")
+	case !ok:
+		v.add("network", "is not a network of the payout coins (see GET /v1/coins)")
+	}
+	switch {
+	case addr == "":
+		v.add("address", "is required")
+	case ok && valid(addr) != nil:
+		v.add("address", "is not a valid "+net+" address")
+	}
+	checkText(&v, "label", label, false, maxText)
+	if err := v.err(); err != nil {
+		return AddressEntry{}, err
+	}
+	pol, err := e.PayoutPolicy(ctx, workspaceID)
+	if err != nil {
+		return AddressEntry{}, err
+	}
+	now := e.clock()
+	entry := AddressEntry{
+		WorkspaceID: workspaceID, Network: net, Address: addr, Key: AddressKey(net, addr), Label: label,
+		AddedAt: now, UsableFrom: now.Add(pol.CoolingOff),
+	}
+	ev, err := newEvent(workspaceID, EventAddressAdded, "address:"+net+":"+entry.Key, entry, now)
+	if err != nil {
+		return AddressEntry{}, err
+	}
+	log := logEntry(workspaceID, now, ActionAddressAdded, by, map[string]string{
+		"network": net, "address": addr, "label": label, "usable_from": formatTime(entry.UsableFrom),
+	})
+	switch err := e.store.AddAddress(ctx, entry, ev, log); {
+	case errors.Is(err, ErrConflict):
+		return AddressEntry{}, errConflict("address is already in the address book")
+	case errors.Is(err, ErrNotFound):
+		return AddressEntry{}, errNotFound("workspace")
+	case err != nil:
+		return AddressEntry{}, err
+	}
+	return entry, nil
+}
+
+// Addresses lists the workspace's address book, oldest first.
+func (e *Engine) Addresses(ctx context.Context, workspaceID string) ([]AddressEntry, error) {
+	list, err := e.store.Addresses(ctx, workspaceID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, errNotFound("workspace")
+	}
+	if list == nil {
+		list = []AddressEntry{}
+	}
+	return list, err
+}
+
+// RemoveAddress removes the address book's entry of network and addr (in
+// any spelling its network reads as the same), records it in the security
+// log, and returns how many entries it removed (0 or 1).
+func (e *Engine) RemoveAddress(ctx context.Context, workspaceID, network, addr string, by Actor) (int, error) {
+	var v validation
+	net, _, ok := e.coins.network(network)
+	if !ok {
+		v.add("network", "is not a network of the payout coins (see GET /v1/coins)")
+	}
+	checkText(&v, "address", addr, true, maxText)
+	if err := v.err(); err != nil {
+		return 0, err
+	}
+	log := logEntry(workspaceID, e.clock(), ActionAddressRemoved, by, map[string]string{"network": net, "address": addr})
+	n, err := e.store.RemoveAddress(ctx, workspaceID, net, AddressKey(net, addr), log)
+	if errors.Is(err, ErrNotFound) {
+		return 0, errNotFound("workspace")
+	}
+	return n, err
+}
+
+// ApprovePayout releases a payout held for approval: it is handed to the
+// processor as any other from then on. The approval is recorded in the
+// security log as by's. A payout that is not awaiting approval is
+// ErrConflict.
+func (e *Engine) ApprovePayout(ctx context.Context, workspaceID, payoutID string, by Actor) (Payout, error) {
+	p, err := e.heldPayout(ctx, workspaceID, payoutID)
+	if err != nil {
+		return Payout{}, err
+	}
+	now := e.clock()
+	log := logEntry(workspaceID, now, ActionPayoutApproved, by, map[string]string{"payout_id": payoutID, "amount": p.Amount.String()})
+	if err := e.store.ApprovePayout(ctx, workspaceID, payoutID, now, log); err != nil {
+		return Payout{}, e.decisionError(ctx, workspaceID, payoutID, err)
+	}
+	return e.Payout(ctx, workspaceID, payoutID)
+}
+
+// RejectPayout fails a payout held for approval as any failed payout fails
+// (credited back, payout.failed), with failure_reason "rejected: <reason>"
+// ("rejected: by staff" without one), and records it in the security log
+// as by's. A payout that is not awaiting approval is ErrConflict.
+func (e *Engine) RejectPayout(ctx context.Context, workspaceID, payoutID, reason string, by Actor) (Payout, error) {
+	var v validation
+	checkText(&v, "reason", reason, false, maxDescription)
+	if err := v.err(); err != nil {
+		return Payout{}, err
+	}
+	if reason == "" {
+		reason = "by staff"
+	}
+	p, err := e.heldPayout(ctx, workspaceID, payoutID)
+	if err != nil {
+		return Payout{}, err
+	}
+	p.Status, p.FailureReason, p.Approval, p.UpdatedAt = PayoutFailed, "rejected: "+reason, ApprovalRejected, e.clock()
+	ev, err := newEvent(workspaceID, EventPayoutFailed, payoutSubject(payoutID), p, p.UpdatedAt)
+	if err != nil {
+		return Payout{}, err
+	}
+	log := logEntry(workspaceID, p.UpdatedAt, ActionPayoutRejected, by, map[string]string{
+		"payout_id": payoutID, "amount": p.Amount.String(), "reason": reason,
+	})
+	if err := e.store.RejectPayout(ctx, p, ev, log); err != nil {
+		return Payout{}, e.decisionError(ctx, workspaceID, payoutID, err)
+	}
+	if e.observePayout != nil {
+		e.observePayout(p)
+	}
+	return p, nil
+}
+
+// heldPayout returns the payout when it awaits approval.
+func (e *Engine) heldPayout(ctx context.Context, workspaceID, payoutID string) (Payout, error) {
+	p, err := e.Payout(ctx, workspaceID, payoutID)
+	if err != nil {
+		return Payout{}, err
+	}
+	if p.Status != PayoutSubmitted || p.Approval != ApprovalPending {
+		return Payout{}, errNotHeld(p)
+	}
+	return p, nil
+}
+
+// decisionError explains a store's refusal of an approval or a rejection:
+// someone else decided or settled the payout meanwhile.
+func (e *Engine) decisionError(ctx context.Context, workspaceID, payoutID string, err error) error {
+	if errors.Is(err, ErrConflict) {
+		if now, rerr := e.store.Payout(ctx, workspaceID, payoutID); rerr == nil {
+			return errNotHeld(now)
+		}
+	}
+	if errors.Is(err, ErrNotFound) {
+		return errNotFound("payout")
+	}
+	return err
+}
+
+func errNotHeld(p Payout) error {
+	return errConflict(fmt.Sprintf("payout %q is not awaiting approval (status %s, approval %s)", p.PayoutID, p.Status, p.approval()))
+}
+
+// LogSecurity appends an entry to the workspace's security log: action by
+// by, with details saying what changed (never a key, secret, password or
+// code). The engine logs its own control changes; the portal and the CLI log
+// theirs (sign-ins, keys, staff) through it.
+func (e *Engine) LogSecurity(ctx context.Context, workspaceID, action string, by Actor, details map[string]string) error {
+	return e.store.AppendSecurityLog(ctx, logEntry(workspaceID, e.clock(), action, by, details))
+}
+
+// SecurityLog returns one page of the workspace's security log, newest
+// first.
+func (e *Engine) SecurityLog(ctx context.Context, workspaceID string, page PageRequest) (Page[SecurityLogEntry], error) {
+	p, err := e.store.SecurityLog(ctx, workspaceID, page.Normalize())
+	if errors.Is(err, ErrNotFound) {
+		return Page[SecurityLogEntry]{}, errNotFound("workspace")
+	}
+	if p.Items == nil {
+		p.Items = []SecurityLogEntry{}
+	}
+	return p, err
+}

@@ -1,0 +1,459 @@
+package sqlcore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/payoutkit/payoutkit"
+)
+
+// The payout controls (contract, section 10) on both databases.
+//
+// The 24-hour limit. Each workspace with a daily limit keeps, in
+// payout_spend, the sum of its payouts that have not failed per hour of
+// their created_at, written in the transaction that creates (or fails) the
+// payout; the window (now-24h, now] is then the hours after the hour of
+// now-24h (at most 25 rows) plus the part of that boundary hour after
+// now-24h. The boundary hour is treated exactly: payout_policies keeps
+// spend_hour (the boundary hour the sums refer to), spend_pos (how far
+// into it the window has moved) and spend_expired (the amounts of its
+// payouts at or before spend_pos that have not failed). Each create moves
+// spend_pos to its own now-24h, adding the payouts it passes, read through
+// the (workspace_id, created_at, seq) index: every payout is passed once,
+// so the cost per payout is O(1) however many payouts the window holds, and
+// a boundary that moves into a later hour starts again at that hour's start,
+// skipping the hours in between (their sums are simply no longer read). A
+// payout that fails gives its amount back to its hour's sum, and to
+// spend_expired when the window had already passed it, so that the
+// window's part of the boundary hour stays exact.
+//
+// The sums are written only while a daily limit is set: setting one fills
+// them from the payouts of the last 24 hours, in the transaction that sets
+// it, after the balance row is locked so that no create is half done.
+// Payouts of workspaces without controls never read any of this: their
+// debit carries "controls = false" (balances.controls, kept with the
+// policy), and only a debit refused by it reads the policy.
+
+// policyCols are payout_policies' columns after workspace_id.
+const policyCols = `max_payout, daily_limit, approval_over, address_allowlist, cooling_off, spend_hour, spend_pos, spend_expired`
+
+// policyRow is a workspace's stored policy with its window's state.
+type policyRow struct {
+	pol     payoutkit.PayoutPolicy
+	hour    int64     // the boundary hour spend_expired refers to
+	pos     time.Time // how far the window has moved into that hour
+	expired int64
+}
+
+func scanPolicy(sc Scanner) (policyRow, error) {
+	var r policyRow
+	var maxP, daily, approval sql.NullInt64
+	var cooling int64
+	err := sc.Scan(&maxP, &daily, &approval, &r.pol.AddressAllowlist, &cooling, &r.hour, TimeCol{&r.pos}, &r.expired)
+	r.pol.MaxPayout = limitOf(maxP)
+	r.pol.DailyLimit = limitOf(daily)
+	r.pol.ApprovalOver = limitOf(approval)
+	r.pol.CoolingOff = time.Duration(cooling) * time.Microsecond
+	return r, err
+}
+
+func limitOf(n sql.NullInt64) payoutkit.Limit {
+	return payoutkit.Limit{Amount: payoutkit.Amount(n.Int64), Set: n.Valid}
+}
+
+func limitArg(l payoutkit.Limit) any {
+	if !l.Set {
+		return nil
+	}
+	return int64(l.Amount)
+}
+
+const (
+	selectPolicySQL = `SELECT ` + policyCols + ` FROM payout_policies WHERE workspace_id = $1`
+	upsertPolicySQL = `INSERT INTO payout_policies (workspace_id, ` + policyCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		ON CONFLICT (workspace_id) DO UPDATE SET max_payout = excluded.max_payout, daily_limit = excluded.daily_limit,
+			approval_over = excluded.approval_over, address_allowlist = excluded.address_allowlist, cooling_off = excluded.cooling_off,
+			spend_hour = excluded.spend_hour, spend_pos = excluded.spend_pos, spend_expired = excluded.spend_expired`
+	setControlsSQL = `UPDATE balances SET controls = $2 WHERE workspace_id = $1`
+	windowStateSQL = `UPDATE payout_policies SET spend_hour = $2, spend_pos = $3, spend_expired = $4 WHERE workspace_id = $1`
+	spendSumSQL    = `SELECT COALESCE(SUM(amount), 0) FROM payout_spend WHERE workspace_id = $1 AND hour >= $2`
+	spendAddSQL    = `INSERT INTO payout_spend (workspace_id, hour, amount) VALUES ($1, $2, $3)
+		ON CONFLICT (workspace_id, hour) DO UPDATE SET amount = payout_spend.amount + excluded.amount`
+	spendDropSQL     = `DELETE FROM payout_spend WHERE workspace_id = $1 AND hour < $2`
+	spendClearSQL    = `DELETE FROM payout_spend WHERE workspace_id = $1`
+	windowPassSQL    = `SELECT COALESCE(SUM(amount), 0) FROM payouts WHERE workspace_id = $1 AND created_at > $2 AND created_at <= $3 AND status <> 'failed'`
+	windowFillSQL    = `SELECT created_at, amount FROM payouts WHERE workspace_id = $1 AND created_at > $2 AND status <> 'failed'`
+	bookEntrySQL     = `SELECT usable_from FROM address_book WHERE workspace_id = $1 AND network = $2 AND address_key = $3`
+	holdPayoutSQL    = `UPDATE payouts SET approval = 'pending' WHERE workspace_id = $1 AND payout_id = $2`
+	insertLogSQL     = `INSERT INTO security_log (workspace_id, at, action, actor, client_addr, details) VALUES ($1, $2, $3, $4, $5, $6)`
+	securityLogCols  = `workspace_id, at, action, actor, client_addr, details`
+	securityPageSQL  = `SELECT ` + securityLogCols + `, seq FROM security_log WHERE workspace_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`
+	addressCols      = `workspace_id, network, address, address_key, label, added_at, usable_from`
+	insertAddressSQL = `INSERT INTO address_book (` + addressCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (workspace_id, network, address_key) DO NOTHING`
+	addressesSQL     = `SELECT ` + addressCols + ` FROM address_book WHERE workspace_id = $1 ORDER BY seq`
+	removeAddressSQL = `DELETE FROM address_book WHERE workspace_id = $1 AND network = $2 AND address_key = $3`
+	approveSQL       = `UPDATE payouts SET approval = 'approved', updated_at = $3
+		WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted' AND approval = 'pending'`
+)
+
+// hourStart is the first instant of an hour since the Unix epoch.
+func hourStart(h int64) time.Time { return time.UnixMicro(h * int64(time.Hour/time.Microsecond)).UTC() }
+
+// ErrNoControls is JudgeCreate's answer for a workspace whose policy
+// refuses nothing: the debit that sent the create to it was refused by the
+// balance alone.
+var ErrNoControls = errors.New("sqlstore: no payout controls")
+
+// Judged is a create that passed the policy: Record writes, once its debit
+// is done, what the policy keeps of it.
+type Judged struct {
+	Approval payoutkit.Approval
+	o        *Ops
+	p        payoutkit.Payout
+	daily    bool
+	row      policyRow
+	moved    bool
+}
+
+// JudgeCreate judges the payout p, inserted in tx but not yet debited,
+// against its workspace's policy, reading the policy, the 24-hour window and
+// the address book in tx (after the balance row's lock where the database
+// needs one, OpsConfig.LockBalanceSQL). It changes nothing: a refusal is the
+// policy's error, a workspace without controls ErrNoControls.
+func (o *Ops) JudgeCreate(ctx context.Context, tx *sql.Tx, p payoutkit.Payout) (*Judged, error) {
+	if o.c.LockBalanceSQL != "" {
+		if _, err := tx.ExecContext(ctx, o.c.LockBalanceSQL, p.WorkspaceID); err != nil {
+			return nil, err
+		}
+	}
+	row, err := scanPolicy(tx.QueryRowContext(ctx, selectPolicySQL, p.WorkspaceID))
+	if errors.Is(err, sql.ErrNoRows) || err == nil && !row.pol.Controls() {
+		return nil, ErrNoControls
+	} else if err != nil {
+		return nil, err
+	}
+	j := &Judged{o: o, p: p, row: row, daily: row.pol.DailyLimit.Set}
+	check := payoutkit.PolicyCheck{Policy: row.pol}
+	if j.daily {
+		cutoff := p.CreatedAt.Add(-payoutkit.DailyWindow)
+		if b := payoutkit.SpendHour(cutoff); b > j.row.hour {
+			j.row.hour, j.row.pos, j.row.expired, j.moved = b, hourStart(b).Add(-time.Microsecond), 0, true
+		}
+		if payoutkit.SpendHour(cutoff) == j.row.hour && cutoff.After(j.row.pos) {
+			var passed int64
+			if err := tx.QueryRowContext(ctx, windowPassSQL, p.WorkspaceID, o.c.TS(j.row.pos), o.c.TS(cutoff)).Scan(&passed); err != nil {
+				return nil, err
+			}
+			j.row.pos, j.row.expired, j.moved = cutoff, j.row.expired+passed, true
+		}
+		var sum int64
+		if err := tx.QueryRowContext(ctx, spendSumSQL, p.WorkspaceID, j.row.hour).Scan(&sum); err != nil {
+			return nil, err
+		}
+		check.Spent = payoutkit.Amount(sum - j.row.expired)
+	}
+	if row.pol.AddressAllowlist {
+		err := tx.QueryRowContext(ctx, bookEntrySQL, p.WorkspaceID, p.Network, payoutkit.AddressKey(p.Network, p.Address)).
+			Scan(TimeCol{&check.Entry.UsableFrom})
+		switch {
+		case err == nil:
+			check.InBook = true
+		case !errors.Is(err, sql.ErrNoRows):
+			return nil, err
+		}
+	}
+	j.Approval, err = check.Judge(p)
+	if err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// Record writes what the policy keeps of the debited payout: its amount in
+// its hour's sum and the window's new state, and its hold.
+func (j *Judged) Record(ctx context.Context, tx *sql.Tx) error {
+	o, p := j.o, j.p
+	if j.daily {
+		if _, err := tx.ExecContext(ctx, spendAddSQL, p.WorkspaceID, payoutkit.SpendHour(p.CreatedAt), int64(p.Amount)); err != nil {
+			return err
+		}
+		if j.moved {
+			if _, err := tx.ExecContext(ctx, windowStateSQL, p.WorkspaceID, j.row.hour, o.c.TS(j.row.pos), j.row.expired); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, spendDropSQL, p.WorkspaceID, j.row.hour); err != nil {
+				return err
+			}
+		}
+	}
+	if j.Approval == payoutkit.ApprovalPending {
+		if _, err := tx.ExecContext(ctx, holdPayoutSQL, p.WorkspaceID, p.PayoutID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GiveBack returns a failed payout's amount to the 24-hour window: to its
+// hour's sum, and to spend_expired when the window had passed it. Without a
+// daily limit both statements change nothing.
+func (o *Ops) GiveBack(ctx context.Context, tx *sql.Tx, workspaceID string, amount int64, createdAt time.Time) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE payout_spend SET amount = amount - $3 WHERE workspace_id = $1 AND hour = $2`,
+		workspaceID, payoutkit.SpendHour(createdAt), amount); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE payout_policies SET spend_expired = spend_expired - $3
+		WHERE workspace_id = $1 AND spend_hour = $2 AND spend_pos >= $4 AND daily_limit IS NOT NULL`,
+		workspaceID, payoutkit.SpendHour(createdAt), amount, o.c.TS(createdAt))
+	return err
+}
+
+// PayoutPolicy implements payoutkit.ControlStore.
+func (o *Ops) PayoutPolicy(ctx context.Context, workspaceID string) (payoutkit.PayoutPolicy, error) {
+	row, err := scanPolicy(o.w.Reader().QueryRowContext(ctx, selectPolicySQL, workspaceID))
+	if errors.Is(err, sql.ErrNoRows) {
+		if err := WorkspaceExists(ctx, o.w.Reader(), workspaceID); err != nil {
+			return payoutkit.PayoutPolicy{}, o.c.Translate(ctx, "payout policy", err)
+		}
+		return payoutkit.DefaultPayoutPolicy(), nil
+	}
+	if err != nil {
+		return payoutkit.PayoutPolicy{}, o.c.Translate(ctx, "payout policy", err)
+	}
+	return row.pol, nil
+}
+
+// UpdatePayoutPolicy implements payoutkit.ControlStore. It locks the
+// balance row first (by writing its controls flag), so that every create
+// either finished before it, or waits and then reads the new policy.
+func (o *Ops) UpdatePayoutPolicy(ctx context.Context, workspaceID string, patch payoutkit.PolicyPatch, log payoutkit.SecurityLogEntry) (payoutkit.PayoutPolicy, error) {
+	var pol payoutkit.PayoutPolicy
+	ctx = o.c.Detach(ctx)
+	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, setControlsSQL, workspaceID, false); err != nil {
+			return err
+		}
+		row, err := scanPolicy(tx.QueryRowContext(ctx, selectPolicySQL, workspaceID))
+		if errors.Is(err, sql.ErrNoRows) {
+			if err := WorkspaceExists(ctx, tx, workspaceID); err != nil {
+				return err
+			}
+			row, err = policyRow{pol: payoutkit.DefaultPayoutPolicy()}, nil
+		}
+		if err != nil {
+			return err
+		}
+		was := row.pol.DailyLimit.Set
+		row.pol = patch.Apply(row.pol)
+		pol = row.pol
+		switch {
+		case pol.DailyLimit.Set && !was:
+			if row, err = o.fillWindow(ctx, tx, workspaceID, row, log.At); err != nil {
+				return err
+			}
+		case !pol.DailyLimit.Set && was:
+			if _, err := tx.ExecContext(ctx, spendClearSQL, workspaceID); err != nil {
+				return err
+			}
+			row.hour, row.pos, row.expired = 0, time.Time{}, 0
+		}
+		if _, err := tx.ExecContext(ctx, upsertPolicySQL, workspaceID, limitArg(pol.MaxPayout), limitArg(pol.DailyLimit), limitArg(pol.ApprovalOver),
+			pol.AddressAllowlist, pol.CoolingOff.Microseconds(), row.hour, o.c.TS(row.pos), row.expired); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, setControlsSQL, workspaceID, pol.Controls()); err != nil {
+			return err
+		}
+		return o.appendLog(ctx, tx, log)
+	})
+	if err != nil {
+		return payoutkit.PayoutPolicy{}, o.c.Translate(ctx, "update payout policy", err)
+	}
+	return pol, nil
+}
+
+// fillWindow writes the hourly sums of the workspace's payouts of the 24
+// hours before now that have not failed, for a daily limit just set.
+func (o *Ops) fillWindow(ctx context.Context, tx *sql.Tx, workspaceID string, row policyRow, now time.Time) (policyRow, error) {
+	cutoff := now.Add(-payoutkit.DailyWindow)
+	if _, err := tx.ExecContext(ctx, spendClearSQL, workspaceID); err != nil {
+		return row, err
+	}
+	rows, err := tx.QueryContext(ctx, windowFillSQL, workspaceID, o.c.TS(cutoff))
+	if err != nil {
+		return row, err
+	}
+	sums := map[int64]int64{}
+	for rows.Next() {
+		var at time.Time
+		var amount int64
+		if err := rows.Scan(TimeCol{&at}, &amount); err != nil {
+			rows.Close()
+			return row, err
+		}
+		sums[payoutkit.SpendHour(at)] += amount
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return row, err
+	}
+	for h, sum := range sums {
+		if _, err := tx.ExecContext(ctx, spendAddSQL, workspaceID, h, sum); err != nil {
+			return row, err
+		}
+	}
+	// The boundary hour's sum holds only what is after cutoff: nothing of
+	// it is expired.
+	row.hour, row.pos, row.expired = payoutkit.SpendHour(cutoff), cutoff, 0
+	return row, nil
+}
+
+// appendLog inserts a security log entry in tx.
+func (o *Ops) appendLog(ctx context.Context, tx *sql.Tx, e payoutkit.SecurityLogEntry) error {
+	d := e.Details
+	if d == nil {
+		d = map[string]string{}
+	}
+	details, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, insertLogSQL, e.WorkspaceID, o.c.TS(e.At), e.Action, e.Actor, e.ClientAddr, string(details))
+	return err
+}
+
+// AppendLog inserts a security log entry in tx, for a store's own
+// transactions (an approval, a rejection).
+func (o *Ops) AppendLog(ctx context.Context, tx *sql.Tx, e payoutkit.SecurityLogEntry) error {
+	return o.appendLog(ctx, tx, e)
+}
+
+// AppendSecurityLog implements payoutkit.ControlStore.
+func (o *Ops) AppendSecurityLog(ctx context.Context, e payoutkit.SecurityLogEntry) error {
+	ctx = o.c.Detach(ctx)
+	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
+		if err := WorkspaceExists(ctx, tx, e.WorkspaceID); err != nil {
+			return err
+		}
+		return o.appendLog(ctx, tx, e)
+	})
+	return o.c.Translate(ctx, "append security log", err)
+}
+
+// ScanSecurityLog scans securityLogCols, then extra.
+func ScanSecurityLog(sc Scanner, extra ...any) (payoutkit.SecurityLogEntry, error) {
+	var e payoutkit.SecurityLogEntry
+	var details string
+	err := sc.Scan(append([]any{&e.WorkspaceID, TimeCol{&e.At}, &e.Action, &e.Actor, &e.ClientAddr, &details}, extra...)...)
+	if err == nil {
+		err = json.Unmarshal([]byte(details), &e.Details)
+	}
+	return e, err
+}
+
+// SecurityLog implements payoutkit.ControlStore.
+func (o *Ops) SecurityLog(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.SecurityLogEntry], error) {
+	return List(ctx, o, "security log", workspaceID, page, securityPageSQL, ScanSecurityLog)
+}
+
+// AddAddress implements payoutkit.ControlStore: the entry, its event and
+// the log entry in one transaction.
+func (o *Ops) AddAddress(ctx context.Context, e payoutkit.AddressEntry, ev payoutkit.Event, log payoutkit.SecurityLogEntry) error {
+	ctx = o.c.Detach(ctx)
+	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
+		if err := WorkspaceExists(ctx, tx, e.WorkspaceID); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, insertAddressSQL, e.WorkspaceID, e.Network, e.Address, e.Key, e.Label, o.c.TS(e.AddedAt), o.c.TS(e.UsableFrom))
+		if err != nil {
+			return err
+		}
+		if err := MustAffect(res, payoutkit.ErrConflict); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, o.c.InsertEventSQL, append([]any{e.WorkspaceID}, EventArgs(ev, o.c.TS)...)...); err != nil {
+			return err
+		}
+		return o.appendLog(ctx, tx, log)
+	})
+	if err != nil {
+		return o.c.Translate(ctx, "add address", err)
+	}
+	o.w.Committed()
+	return nil
+}
+
+// Addresses implements payoutkit.ControlStore.
+func (o *Ops) Addresses(ctx context.Context, workspaceID string) ([]payoutkit.AddressEntry, error) {
+	rows, err := o.w.Reader().QueryContext(ctx, addressesSQL, workspaceID)
+	if err != nil {
+		return nil, o.c.Translate(ctx, "addresses", err)
+	}
+	defer rows.Close()
+	list := []payoutkit.AddressEntry{}
+	for rows.Next() {
+		var a payoutkit.AddressEntry
+		if err := rows.Scan(&a.WorkspaceID, &a.Network, &a.Address, &a.Key, &a.Label, TimeCol{&a.AddedAt}, TimeCol{&a.UsableFrom}); err != nil {
+			return nil, o.c.Translate(ctx, "addresses", err)
+		}
+		list = append(list, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, o.c.Translate(ctx, "addresses", err)
+	}
+	if len(list) == 0 {
+		if err := WorkspaceExists(ctx, o.w.Reader(), workspaceID); err != nil {
+			return nil, o.c.Translate(ctx, "addresses", err)
+		}
+	}
+	return list, nil
+}
+
+// RemoveAddress implements payoutkit.ControlStore.
+func (o *Ops) RemoveAddress(ctx context.Context, workspaceID, network, key string, log payoutkit.SecurityLogEntry) (int, error) {
+	var n int64
+	ctx = o.c.Detach(ctx)
+	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
+		if err := WorkspaceExists(ctx, tx, workspaceID); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, removeAddressSQL, workspaceID, network, key)
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		return o.appendLog(ctx, tx, log)
+	})
+	if err != nil {
+		return 0, o.c.Translate(ctx, "remove address", err)
+	}
+	return int(n), nil
+}
+
+// ApprovePayout implements payoutkit.ControlStore.
+func (o *Ops) ApprovePayout(ctx context.Context, workspaceID, payoutID string, at time.Time, log payoutkit.SecurityLogEntry) error {
+	ctx = o.c.Detach(ctx)
+	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, approveSQL, workspaceID, payoutID, o.c.TS(at))
+		if err != nil {
+			return err
+		}
+		if err := MustAffect(res, payoutkit.ErrConflict); err != nil {
+			var one int
+			if rerr := tx.QueryRowContext(ctx, `SELECT 1 FROM payouts WHERE workspace_id = $1 AND payout_id = $2`, workspaceID, payoutID).Scan(&one); rerr != nil {
+				return rerr
+			}
+			return err
+		}
+		return o.appendLog(ctx, tx, log)
+	})
+	if err != nil {
+		return o.c.Translate(ctx, "approve payout", err)
+	}
+	o.w.Committed()
+	return nil
+}
