@@ -90,6 +90,12 @@ const usage = `usage:
   server webhook events -db <db> -workspace <id>
   server webhook resend -db <db> -workspace <id> -event <event id>
   server staff add|remove -db <db> -workspace <id> -email <e-mail>
+  server workspace policy -db <db> -workspace <id> [-max-payout <usd>] [-daily-limit <usd>] [-approval-over <usd>] [-address-allowlist on|off] [-cooling-off <duration>]
+  server addresses add -db <db> -workspace <id> -network <network> -address <address> [-label <label>]
+  server addresses list -db <db> -workspace <id>
+  server addresses remove -db <db> -workspace <id> -network <network> -address <address>
+  server payouts approve|reject -db <db> -workspace <id> -payout-id <id> [-reason <text>]
+  server security-log -db <db> -workspace <id>
   server audit -db <db>
   server secrets reseal -db <db>
 `
@@ -119,6 +125,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return audit(ctx, rest, stdout, stderr)
 	case cmd == "staff" && (sub == "add" || sub == "remove"):
 		return staff(ctx, sub, rest[1:], stdout, stderr)
+	case cmd == "workspace" && sub == "policy":
+		return workspacePolicy(ctx, rest[1:], stdout, stderr)
+	case cmd == "addresses" && (sub == "add" || sub == "list" || sub == "remove"):
+		return addresses(ctx, sub, rest[1:], stdout, stderr)
+	case cmd == "payouts" && (sub == "approve" || sub == "reject"):
+		return payoutDecision(ctx, sub, rest[1:], stdout, stderr)
+	case cmd == "security-log":
+		return securityLog(ctx, rest, stdout, stderr)
 	case cmd == "help" || cmd == "-h" || cmd == "-help" || cmd == "--help":
 		fmt.Fprint(stderr, usage)
 		return nil
