@@ -7,12 +7,14 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/payoutkit/payoutkit/storage/postgres/pgtest"
 
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/storage/memstore"
 	"github.com/payoutkit/payoutkit/storage/postgres"
+	"github.com/payoutkit/payoutkit/storage/storetest"
 )
 
 func openBench(b *testing.B, dsn string) (*postgres.Store, error) {
@@ -160,5 +162,49 @@ func BenchmarkCreatePayoutSpread(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// BenchmarkCreatePayoutControls measures accepted payouts with the
+// workspace's payout controls off (the debit's controls flag alone) and on
+// (a daily limit and the address allowlist, judged in the create's
+// transaction).
+func BenchmarkCreatePayoutControls(b *testing.B) {
+	var seq atomic.Int64
+	for _, st := range benchStores(b) {
+		create := func(b *testing.B) bool {
+			id := fmt.Sprintf("po-%d", seq.Add(1))
+			_, _, err := st.eng.CreatePayout(b.Context(), st.ws, payoutRequest(id, "0.01"))
+			if err != nil {
+				b.Error(err)
+			}
+			return err == nil
+		}
+		run := func(mode string) {
+			b.Run(st.name+"/"+mode+"/serial", func(b *testing.B) {
+				for b.Loop() && create(b) {
+				}
+			})
+			b.Run(st.name+"/"+mode+"/parallelx8", func(b *testing.B) {
+				b.SetParallelism(8)
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() && create(b) {
+					}
+				})
+			})
+		}
+		run("off")
+		on, none := true, time.Duration(0)
+		limit := payoutkit.LimitOf(100_000_000_00)
+		if _, err := st.eng.SetPayoutPolicy(b.Context(), st.ws, payoutkit.PolicyPatch{CoolingOff: &none}, payoutkit.ActorCLI); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := st.eng.AddAddress(b.Context(), st.ws, "TRON", storetest.TronAddress, "", payoutkit.ActorCLI); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := st.eng.SetPayoutPolicy(b.Context(), st.ws, payoutkit.PolicyPatch{DailyLimit: &limit, AddressAllowlist: &on}, payoutkit.ActorCLI); err != nil {
+			b.Fatal(err)
+		}
+		run("on")
 	}
 }

@@ -274,13 +274,14 @@ func New(ctx context.Context, bdb *bun.DB, opts ...Option) (*Store, error) {
 // store's own writes (and the dispatcher's) wait for it: keep it short.
 func (s *Store) WithTx(tx bun.Tx) *Store {
 	t := &Store{d: s.d, w: callerWriter{sqlcore.CallerTx{Tx: tx.Tx}}}
-	t.ops = newOps(t.w)
+	t.ops = newOps(t.w, t)
 	return t
 }
 
 func newStore(wdb, rdb *sql.DB, cfg config, name string) *Store {
 	d := &db{wdb: wdb, rdb: rdb, log: cfg.logger, name: name, observeCommit: cfg.observeCommit}
-	s := &Store{d: d, w: d, ops: newOps(d)}
+	s := &Store{d: d, w: d}
+	s.ops = newOps(d, s)
 	return s
 }
 
@@ -290,9 +291,16 @@ func (s *Store) start() {
 	s.st = stmts(s.d.wstmts)
 }
 
-// newOps binds the common operations to w.
-func newOps(w writer) sqlcore.Ops {
+// newOps binds the common operations to w, their writes' statements
+// prepared as s prepares them (s.st).
+func newOps(w writer, s *Store) sqlcore.Ops {
 	return sqlcore.NewOps(w, sqlcore.OpsConfig{TS: ts, Translate: translate,
+		Exec: func(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+			return s.st.exec(ctx, tx, query, args...)
+		},
+		QueryRow: func(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+			return s.st.queryRow(ctx, tx, query, args...)
+		},
 		Detach: func(ctx context.Context) context.Context { return ctx },
 		// The transaction holds the write lock: no session can be
 		// inserted meanwhile.

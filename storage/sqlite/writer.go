@@ -152,7 +152,7 @@ var (
 	preparedWrites = []string{insertPayoutSQL, debitSQL, insertLedgerSQL, insertEventSQL,
 		settlePayoutSQL, settleBalanceSQL, insertOrderSQL, payOrderSQL, creditSQL, moveCustomerSQL,
 		savepointSQL, releaseSQL, rollbackToSQL, recordAttemptSQL, insertAttemptSQL, markHandedOffSQL,
-		claimEventsSQL, claimHandoffsSQL}
+		claimEventsSQL, claimHandoffsSQL, controlledDebitSQL, rejectPayoutSQL}
 	preparedReads = []string{sqlcore.SelectPayoutSQL, sqlcore.SelectOrderSQL, sqlcore.BalanceSQL, sqlcore.APIKeySQL, sqlcore.WorkspaceSQL, sqlcore.APIKeyBalanceSQL}
 )
 
@@ -160,7 +160,7 @@ var (
 func (s *Store) prepare(ctx context.Context) error {
 	d := s.d
 	d.wstmts, d.rstmts = make(map[string]*sql.Stmt), make(map[string]*sql.Stmt)
-	for _, q := range slices.Clip(preparedWrites) {
+	for _, q := range append(slices.Clip(preparedWrites), sqlcore.ControlWriteSQL...) {
 		st, err := d.wdb.PrepareContext(ctx, q)
 		if err != nil {
 			return fmt.Errorf("sqlstore: preparing statements: %w", err)

@@ -82,22 +82,45 @@ const (
 	spendSumSQL    = `SELECT COALESCE(SUM(amount), 0) FROM payout_spend WHERE workspace_id = $1 AND hour >= $2`
 	spendAddSQL    = `INSERT INTO payout_spend (workspace_id, hour, amount) VALUES ($1, $2, $3)
 		ON CONFLICT (workspace_id, hour) DO UPDATE SET amount = payout_spend.amount + excluded.amount`
-	spendDropSQL     = `DELETE FROM payout_spend WHERE workspace_id = $1 AND hour < $2`
-	spendClearSQL    = `DELETE FROM payout_spend WHERE workspace_id = $1`
-	windowPassSQL    = `SELECT COALESCE(SUM(amount), 0) FROM payouts WHERE workspace_id = $1 AND created_at > $2 AND created_at <= $3 AND status <> 'failed'`
-	windowFillSQL    = `SELECT created_at, amount FROM payouts WHERE workspace_id = $1 AND created_at > $2 AND status <> 'failed'`
-	bookEntrySQL     = `SELECT usable_from FROM address_book WHERE workspace_id = $1 AND network = $2 AND address_key = $3`
-	holdPayoutSQL    = `UPDATE payouts SET approval = 'pending' WHERE workspace_id = $1 AND payout_id = $2`
-	insertLogSQL     = `INSERT INTO security_log (workspace_id, at, action, actor, client_addr, details) VALUES ($1, $2, $3, $4, $5, $6)`
-	securityLogCols  = `workspace_id, at, action, actor, client_addr, details`
-	securityPageSQL  = `SELECT ` + securityLogCols + `, seq FROM security_log WHERE workspace_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`
-	addressCols      = `workspace_id, network, address, address_key, label, added_at, usable_from`
-	insertAddressSQL = `INSERT INTO address_book (` + addressCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (workspace_id, network, address_key) DO NOTHING`
-	addressesSQL     = `SELECT ` + addressCols + ` FROM address_book WHERE workspace_id = $1 ORDER BY seq`
-	removeAddressSQL = `DELETE FROM address_book WHERE workspace_id = $1 AND network = $2 AND address_key = $3`
-	approveSQL       = `UPDATE payouts SET approval = 'approved', updated_at = $3
+	spendDropSQL       = `DELETE FROM payout_spend WHERE workspace_id = $1 AND hour < $2`
+	spendClearSQL      = `DELETE FROM payout_spend WHERE workspace_id = $1`
+	windowPassSQL      = `SELECT COALESCE(SUM(amount), 0) FROM payouts WHERE workspace_id = $1 AND created_at > $2 AND created_at <= $3 AND status <> 'failed'`
+	windowFillSQL      = `SELECT created_at, amount FROM payouts WHERE workspace_id = $1 AND created_at > $2 AND status <> 'failed'`
+	bookEntrySQL       = `SELECT usable_from FROM address_book WHERE workspace_id = $1 AND network = $2 AND address_key = $3`
+	holdPayoutSQL      = `UPDATE payouts SET approval = 'pending' WHERE workspace_id = $1 AND payout_id = $2`
+	insertLogSQL       = `INSERT INTO security_log (workspace_id, at, action, actor, client_addr, details) VALUES ($1, $2, $3, $4, $5, $6)`
+	securityLogCols    = `workspace_id, at, action, actor, client_addr, details`
+	securityPageSQL    = `SELECT ` + securityLogCols + `, seq FROM security_log WHERE workspace_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`
+	addressCols        = `workspace_id, network, address, address_key, label, added_at, usable_from`
+	insertAddressSQL   = `INSERT INTO address_book (` + addressCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (workspace_id, network, address_key) DO NOTHING`
+	addressesSQL       = `SELECT ` + addressCols + ` FROM address_book WHERE workspace_id = $1 ORDER BY seq`
+	removeAddressSQL   = `DELETE FROM address_book WHERE workspace_id = $1 AND network = $2 AND address_key = $3`
+	giveBackSpendSQL   = `UPDATE payout_spend SET amount = amount - $3 WHERE workspace_id = $1 AND hour = $2`
+	giveBackExpiredSQL = `UPDATE payout_policies SET spend_expired = spend_expired - $3
+		WHERE workspace_id = $1 AND spend_hour = $2 AND spend_pos >= $4 AND daily_limit IS NOT NULL`
+	approveSQL = `UPDATE payouts SET approval = 'approved', updated_at = $3
 		WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted' AND approval = 'pending'`
 )
+
+// ControlWriteSQL are the statements that creates and failures run for the
+// payout controls, for a store that prepares the statements of its hot
+// paths (OpsConfig.Exec, OpsConfig.QueryRow).
+var ControlWriteSQL = []string{selectPolicySQL, windowPassSQL, spendSumSQL, bookEntrySQL, spendAddSQL, windowStateSQL,
+	spendDropSQL, holdPayoutSQL, giveBackSpendSQL, giveBackExpiredSQL}
+
+func (o *Ops) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	if o.c.Exec != nil {
+		return o.c.Exec(ctx, tx, query, args...)
+	}
+	return tx.ExecContext(ctx, query, args...)
+}
+
+func (o *Ops) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	if o.c.QueryRow != nil {
+		return o.c.QueryRow(ctx, tx, query, args...)
+	}
+	return tx.QueryRowContext(ctx, query, args...)
+}
 
 // hourStart is the first instant of an hour since the Unix epoch.
 func hourStart(h int64) time.Time { return time.UnixMicro(h * int64(time.Hour/time.Microsecond)).UTC() }
@@ -125,11 +148,11 @@ type Judged struct {
 // policy's error, a workspace without controls ErrNoControls.
 func (o *Ops) JudgeCreate(ctx context.Context, tx *sql.Tx, p payoutkit.Payout) (*Judged, error) {
 	if o.c.LockBalanceSQL != "" {
-		if _, err := tx.ExecContext(ctx, o.c.LockBalanceSQL, p.WorkspaceID); err != nil {
+		if _, err := o.exec(ctx, tx, o.c.LockBalanceSQL, p.WorkspaceID); err != nil {
 			return nil, err
 		}
 	}
-	row, err := scanPolicy(tx.QueryRowContext(ctx, selectPolicySQL, p.WorkspaceID))
+	row, err := scanPolicy(o.queryRow(ctx, tx, selectPolicySQL, p.WorkspaceID))
 	if errors.Is(err, sql.ErrNoRows) || err == nil && !row.pol.Controls() {
 		return nil, ErrNoControls
 	} else if err != nil {
@@ -144,19 +167,19 @@ func (o *Ops) JudgeCreate(ctx context.Context, tx *sql.Tx, p payoutkit.Payout) (
 		}
 		if payoutkit.SpendHour(cutoff) == j.row.hour && cutoff.After(j.row.pos) {
 			var passed int64
-			if err := tx.QueryRowContext(ctx, windowPassSQL, p.WorkspaceID, o.c.TS(j.row.pos), o.c.TS(cutoff)).Scan(&passed); err != nil {
+			if err := o.queryRow(ctx, tx, windowPassSQL, p.WorkspaceID, o.c.TS(j.row.pos), o.c.TS(cutoff)).Scan(&passed); err != nil {
 				return nil, err
 			}
 			j.row.pos, j.row.expired, j.moved = cutoff, j.row.expired+passed, true
 		}
 		var sum int64
-		if err := tx.QueryRowContext(ctx, spendSumSQL, p.WorkspaceID, j.row.hour).Scan(&sum); err != nil {
+		if err := o.queryRow(ctx, tx, spendSumSQL, p.WorkspaceID, j.row.hour).Scan(&sum); err != nil {
 			return nil, err
 		}
 		check.Spent = payoutkit.Amount(sum - j.row.expired)
 	}
 	if row.pol.AddressAllowlist {
-		err := tx.QueryRowContext(ctx, bookEntrySQL, p.WorkspaceID, p.Network, payoutkit.AddressKey(p.Network, p.Address)).
+		err := o.queryRow(ctx, tx, bookEntrySQL, p.WorkspaceID, p.Network, payoutkit.AddressKey(p.Network, p.Address)).
 			Scan(TimeCol{&check.Entry.UsableFrom})
 		switch {
 		case err == nil:
@@ -177,20 +200,20 @@ func (o *Ops) JudgeCreate(ctx context.Context, tx *sql.Tx, p payoutkit.Payout) (
 func (j *Judged) Record(ctx context.Context, tx *sql.Tx) error {
 	o, p := j.o, j.p
 	if j.daily {
-		if _, err := tx.ExecContext(ctx, spendAddSQL, p.WorkspaceID, payoutkit.SpendHour(p.CreatedAt), int64(p.Amount)); err != nil {
+		if _, err := o.exec(ctx, tx, spendAddSQL, p.WorkspaceID, payoutkit.SpendHour(p.CreatedAt), int64(p.Amount)); err != nil {
 			return err
 		}
 		if j.moved {
-			if _, err := tx.ExecContext(ctx, windowStateSQL, p.WorkspaceID, j.row.hour, o.c.TS(j.row.pos), j.row.expired); err != nil {
+			if _, err := o.exec(ctx, tx, windowStateSQL, p.WorkspaceID, j.row.hour, o.c.TS(j.row.pos), j.row.expired); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, spendDropSQL, p.WorkspaceID, j.row.hour); err != nil {
+			if _, err := o.exec(ctx, tx, spendDropSQL, p.WorkspaceID, j.row.hour); err != nil {
 				return err
 			}
 		}
 	}
 	if j.Approval == payoutkit.ApprovalPending {
-		if _, err := tx.ExecContext(ctx, holdPayoutSQL, p.WorkspaceID, p.PayoutID); err != nil {
+		if _, err := o.exec(ctx, tx, holdPayoutSQL, p.WorkspaceID, p.PayoutID); err != nil {
 			return err
 		}
 	}
@@ -201,12 +224,11 @@ func (j *Judged) Record(ctx context.Context, tx *sql.Tx) error {
 // hour's sum, and to spend_expired when the window had passed it. Without a
 // daily limit both statements change nothing.
 func (o *Ops) GiveBack(ctx context.Context, tx *sql.Tx, workspaceID string, amount int64, createdAt time.Time) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE payout_spend SET amount = amount - $3 WHERE workspace_id = $1 AND hour = $2`,
+	if _, err := o.exec(ctx, tx, giveBackSpendSQL,
 		workspaceID, payoutkit.SpendHour(createdAt), amount); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `UPDATE payout_policies SET spend_expired = spend_expired - $3
-		WHERE workspace_id = $1 AND spend_hour = $2 AND spend_pos >= $4 AND daily_limit IS NOT NULL`,
+	_, err := o.exec(ctx, tx, giveBackExpiredSQL,
 		workspaceID, payoutkit.SpendHour(createdAt), amount, o.c.TS(createdAt))
 	return err
 }

@@ -59,6 +59,11 @@ type OpsConfig struct {
 	LockBalanceSQL string
 	// InsertEventSQL inserts an event: $1 its workspace, $2... EventArgs.
 	InsertEventSQL string
+	// Exec and QueryRow run a statement of a create or a settlement in its
+	// transaction, prepared where the store prepares it; nil runs it as
+	// it comes.
+	Exec     func(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error)
+	QueryRow func(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row
 }
 
 // NewOps binds the common operations to w.
