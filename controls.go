@@ -196,10 +196,9 @@ func AddressKey(network, addr string) string {
 // the workspace's policy.
 type PolicyCheck struct {
 	Policy PayoutPolicy
-	// Spent is the sum of the workspace's payouts created in the
-	// DailyWindow before the new payout's CreatedAt (or after it) that
-	// have not failed;
-	// read only when Policy.DailyLimit is set.
+	// Spent is the sum of the workspace's payouts that have not failed,
+	// created after the new payout's CreatedAt minus DailyWindow; read only
+	// when Policy.DailyLimit is set.
 	Spent Amount
 	// Entry is the address book's entry for the payout's network and
 	// AddressKey, when InBook; read only when Policy.AddressAllowlist.

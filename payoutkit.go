@@ -42,6 +42,17 @@
 // a Store's Audit recomputes a workspace's money from its rows, and Audit.Check
 // proves it.
 //
+// # Payout controls
+//
+// Each workspace has a PayoutPolicy (SetPayoutPolicy): a payout limit, a
+// 24-hour limit, an approval threshold and an address allowlist with a
+// cooling-off, all off by default. The store judges every payout against
+// it in the transaction that debits the balance, after the replay check and
+// before the balance, so that the limits hold across goroutines and
+// instances. AddAddress, RemoveAddress and Addresses keep the address book;
+// ApprovePayout and RejectPayout decide held payouts; every change is
+// appended to the workspace's security log (SecurityLog) with its Actor.
+//
 // # Errors
 //
 // Every refusal is an *Error with the contract's Code (CodeOf finds it in a
