@@ -119,32 +119,20 @@ func (op *createPayoutOp) controlled(ctx context.Context, tx *sql.Tx) error {
 		return err
 	}
 	p, ev := op.p, op.ev
-	res, err := tx.ExecContext(ctx, pgControlledDebitSQL, p.WorkspaceID, int64(p.Amount))
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n == 0 {
-		return refuse(payoutkit.ErrInsufficientBalance)
-	}
 	if p.Approval = j.Approval; p.Approval == payoutkit.ApprovalPending {
 		if ev, err = ev.WithPayout(p); err != nil {
 			return err
 		}
 	}
-	if _, err := tx.ExecContext(ctx, pgMoveCustomerSQL, p.WorkspaceID, p.PayerID, int64(p.Amount), ts(p.CreatedAt)); err != nil {
+	args := append([]any{p.WorkspaceID, int64(p.Amount), p.PayoutID, p.PayerID, ts(p.CreatedAt)}, eventArgs(ev)...)
+	args = append(args, j.Daily, payoutkit.SpendHour(p.CreatedAt), j.Moved, j.SpendHour, ts(j.SpendPos), j.SpendExpired,
+		j.Approval == payoutkit.ApprovalPending)
+	var debited int
+	if err := tx.QueryRowContext(ctx, pgControlledCreateSQL, args...).Scan(&debited); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, pgInsertLedgerSQL,
-		p.WorkspaceID, string(payoutkit.LedgerPayoutDebit), -int64(p.Amount), p.PayoutID, ev.ID, ts(ev.CreatedAt)); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, pgInsertEventSQL, append([]any{p.WorkspaceID}, eventArgs(ev)...)...); err != nil {
-		return err
-	}
-	if err := j.Record(ctx, tx); err != nil {
-		return err
+	if debited == 0 {
+		return refuse(payoutkit.ErrInsufficientBalance)
 	}
 	op.stored, op.created = p, true
 	return nil

@@ -104,19 +104,40 @@ func pgSettleSQL(set, where string) string {
 SELECT count(*) FROM p`
 }
 
-// The statements of a create that the workspace's controls sent to its
-// policy check, after the check: the debit, then what pgCreatePayoutSQL
-// records after it.
-const (
-	pgControlledDebitSQL = `UPDATE balances SET available = available - $2, in_progress = in_progress + $2
-		WHERE workspace_id = $1 AND available >= $2`
-	pgMoveCustomerSQL = `INSERT INTO customers (workspace_id, payer_id, in_progress, first_seen_at) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (workspace_id, payer_id) DO UPDATE SET in_progress = customers.in_progress + EXCLUDED.in_progress`
-	pgInsertLedgerSQL = `INSERT INTO ledger_entries (` + sqlcore.LedgerCols + `) VALUES ($1, $2, $3, $4, $5, $6)`
+// pgControlledCreateSQL is the rest of a create that the workspace's
+// controls sent to its policy check, once the check passed: the debit if
+// the balance covers it, then, only if it happened, what pgCreatePayoutSQL
+// records after it and what the policy keeps of the payout
+// (sqlcore.Judged). $1 workspace, $2 amount, $3 payout_id, $4 payer_id,
+// $5 created at, $6-$14 the event (eventArgs), $15 under a daily limit,
+// $16 the payout's hour, $17 the window moved, $18-$20 its new spend_hour,
+// spend_pos and spend_expired, $21 held. It returns how many debits it made.
+var pgControlledCreateSQL = `WITH d AS (
+	UPDATE balances SET available = available - $2, in_progress = in_progress + $2
+	WHERE workspace_id = $1 AND available >= $2
+	RETURNING workspace_id
+), l AS (
+	INSERT INTO ledger_entries (` + sqlcore.LedgerCols + `)
+	SELECT workspace_id, 'payout_debit', -$2::bigint, $3::text, $6::text, $9::timestamptz FROM d
+), c AS (
+	INSERT INTO customers (workspace_id, payer_id, in_progress, first_seen_at)
+	SELECT workspace_id, $4::text, $2::bigint, $5::timestamptz FROM d
+	ON CONFLICT (workspace_id, payer_id) DO UPDATE SET in_progress = customers.in_progress + EXCLUDED.in_progress
+), e AS (
+	` + pgEventInsert("d", 6) + `
+), s AS (
+	INSERT INTO payout_spend (workspace_id, hour, amount)
+	SELECT workspace_id, $16::bigint, $2::bigint FROM d WHERE $15::boolean
+	ON CONFLICT (workspace_id, hour) DO UPDATE SET amount = payout_spend.amount + EXCLUDED.amount
+), w AS (
+	UPDATE payout_policies SET spend_hour = $18::bigint, spend_pos = $19::timestamptz, spend_expired = $20::bigint
+	FROM d WHERE payout_policies.workspace_id = d.workspace_id AND $17::boolean
+), x AS (
+	DELETE FROM payout_spend WHERE workspace_id = (SELECT workspace_id FROM d) AND hour < $18::bigint AND $17::boolean
+), h AS (
+	UPDATE payouts SET approval = 'pending' WHERE workspace_id = (SELECT workspace_id FROM d) AND payout_id = $3 AND $21::boolean
 )
-
-// pgInsertEventSQL inserts one event: $1 its workspace, $2-$10 EventArgs.
-var pgInsertEventSQL = pgEventInsert("(SELECT $1::text AS workspace_id)", 2)
+SELECT count(*) FROM d`
 
 // pgMarkOrderPaidSQL: $1 workspace, $2 order_id, $3 paid at, $4 updated at,
 // $5-$13 the event; it returns how many orders it marked paid. An order
@@ -153,3 +174,6 @@ const pgRecordAttemptSQL = `WITH u AS (
 )
 INSERT INTO delivery_attempts (` + sqlcore.AttemptCols + `)
 SELECT id, $7::integer, $8::timestamptz, $9::integer, $10::bigint, $11::text, $12::text FROM u`
+
+// pgInsertEventSQL inserts one event: $1 its workspace, $2-$10 EventArgs.
+var pgInsertEventSQL = pgEventInsert("(SELECT $1::text AS workspace_id)", 2)

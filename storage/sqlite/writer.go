@@ -160,7 +160,7 @@ var (
 func (s *Store) prepare(ctx context.Context) error {
 	d := s.d
 	d.wstmts, d.rstmts = make(map[string]*sql.Stmt), make(map[string]*sql.Stmt)
-	for _, q := range append(slices.Clip(preparedWrites), sqlcore.ControlWriteSQL...) {
+	for _, q := range append(append(slices.Clip(preparedWrites), sqlcore.ControlWriteSQL...), s.ops.JudgeSQL()) {
 		st, err := d.wdb.PrepareContext(ctx, q)
 		if err != nil {
 			return fmt.Errorf("sqlstore: preparing statements: %w", err)

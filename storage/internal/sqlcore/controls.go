@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/payoutkit/payoutkit"
@@ -79,14 +80,11 @@ const (
 			spend_hour = excluded.spend_hour, spend_pos = excluded.spend_pos, spend_expired = excluded.spend_expired`
 	setControlsSQL = `UPDATE balances SET controls = $2 WHERE workspace_id = $1`
 	windowStateSQL = `UPDATE payout_policies SET spend_hour = $2, spend_pos = $3, spend_expired = $4 WHERE workspace_id = $1`
-	spendSumSQL    = `SELECT COALESCE(SUM(amount), 0) FROM payout_spend WHERE workspace_id = $1 AND hour >= $2`
 	spendAddSQL    = `INSERT INTO payout_spend (workspace_id, hour, amount) VALUES ($1, $2, $3)
 		ON CONFLICT (workspace_id, hour) DO UPDATE SET amount = payout_spend.amount + excluded.amount`
 	spendDropSQL       = `DELETE FROM payout_spend WHERE workspace_id = $1 AND hour < $2`
 	spendClearSQL      = `DELETE FROM payout_spend WHERE workspace_id = $1`
-	windowPassSQL      = `SELECT COALESCE(SUM(amount), 0) FROM payouts WHERE workspace_id = $1 AND created_at > $2 AND created_at <= $3 AND status <> 'failed'`
 	windowFillSQL      = `SELECT created_at, amount FROM payouts WHERE workspace_id = $1 AND created_at > $2 AND status <> 'failed'`
-	bookEntrySQL       = `SELECT usable_from FROM address_book WHERE workspace_id = $1 AND network = $2 AND address_key = $3`
 	holdPayoutSQL      = `UPDATE payouts SET approval = 'pending' WHERE workspace_id = $1 AND payout_id = $2`
 	insertLogSQL       = `INSERT INTO security_log (workspace_id, at, action, actor, client_addr, details) VALUES ($1, $2, $3, $4, $5, $6)`
 	securityLogCols    = `workspace_id, at, action, actor, client_addr, details`
@@ -105,8 +103,7 @@ const (
 // ControlWriteSQL are the statements that creates and failures run for the
 // payout controls, for a store that prepares the statements of its hot
 // paths (OpsConfig.Exec, OpsConfig.QueryRow).
-var ControlWriteSQL = []string{selectPolicySQL, windowPassSQL, spendSumSQL, bookEntrySQL, spendAddSQL, windowStateSQL,
-	spendDropSQL, holdPayoutSQL, giveBackSpendSQL, giveBackExpiredSQL}
+var ControlWriteSQL = []string{spendAddSQL, windowStateSQL, spendDropSQL, holdPayoutSQL, giveBackSpendSQL, giveBackExpiredSQL}
 
 func (o *Ops) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
 	if o.c.Exec != nil {
@@ -130,63 +127,103 @@ func hourStart(h int64) time.Time { return time.UnixMicro(h * int64(time.Hour/ti
 // balance alone.
 var ErrNoControls = errors.New("sqlstore: no payout controls")
 
-// Judged is a create that passed the policy: Record writes, once its debit
-// is done, what the policy keeps of it.
+// Judged is a create that passed the policy, with what the policy keeps of
+// it once it is debited (Record, or a store's own statement): its hold,
+// and, under a daily limit, its amount in its hour's sum and the window's
+// new state.
 type Judged struct {
 	Approval payoutkit.Approval
-	o        *Ops
-	p        payoutkit.Payout
-	daily    bool
-	row      policyRow
-	moved    bool
+	// Daily: the workspace has a daily limit, and the payout's amount joins
+	// the sum of its hour, payoutkit.SpendHour(p.CreatedAt).
+	Daily bool
+	// Moved: the window's boundary moved, to SpendHour, SpendPos and
+	// SpendExpired (payout_policies' spend_* columns), and the sums of the
+	// hours before SpendHour are no longer read.
+	Moved        bool
+	SpendHour    int64
+	SpendPos     time.Time
+	SpendExpired int64
+
+	o *Ops
+	p payoutkit.Payout
 }
+
+// judgeSQL reads, in one statement, what JudgeCreate needs: the policy
+// with its window's state; the sum of the hours from the boundary hour on;
+// the amounts of the payouts that have not failed which the window's edge
+// passes on its way to the create's now-24h; the address book's entry.
+// $1 workspace, $2 the boundary hour of now-24h, $3 the instant before that
+// hour starts, $4 now-24h, $5 network, $6 address key. The window's reads
+// are guarded by daily_limit, so a workspace without one does none.
+func judgeSQL(param func(n int, cast string) string) string {
+	b, start, cutoff := param(2, "bigint"), param(3, "timestamptz"), param(4, "timestamptz")
+	boundary := `CASE WHEN ` + b + ` > p.spend_hour THEN ` + b + ` ELSE p.spend_hour END`
+	return `SELECT ` + prefixed("p.", policyCols) + `,
+	CASE WHEN p.daily_limit IS NULL THEN 0 ELSE (SELECT COALESCE(SUM(s.amount), 0) FROM payout_spend s
+		WHERE s.workspace_id = p.workspace_id AND s.hour >= ` + boundary + `) END,
+	CASE WHEN p.daily_limit IS NULL OR ` + b + ` < p.spend_hour THEN 0 ELSE (SELECT COALESCE(SUM(x.amount), 0) FROM payouts x
+		WHERE x.workspace_id = p.workspace_id AND x.status <> 'failed' AND x.created_at <= ` + cutoff + `
+			AND x.created_at > CASE WHEN ` + b + ` > p.spend_hour THEN ` + start + ` ELSE p.spend_pos END) END,
+	(SELECT a.usable_from FROM address_book a WHERE a.workspace_id = p.workspace_id AND a.network = ` + param(5, "text") + `
+		AND a.address_key = ` + param(6, "text") + `)
+	FROM payout_policies p WHERE p.workspace_id = ` + param(1, "text")
+}
+
+// prefixed puts prefix before each of a comma-separated column list.
+func prefixed(prefix, cols string) string {
+	parts := strings.Split(cols, ", ")
+	for i, c := range parts {
+		parts[i] = prefix + c
+	}
+	return strings.Join(parts, ", ")
+}
+
+// JudgeSQL is JudgeCreate's statement as the store's OpsConfig renders it,
+// for a store that prepares it.
+func (o *Ops) JudgeSQL() string { return o.judge }
 
 // JudgeCreate judges the payout p, inserted in tx but not yet debited,
 // against its workspace's policy, reading the policy, the 24-hour window and
-// the address book in tx (after the balance row's lock where the database
-// needs one, OpsConfig.LockBalanceSQL). It changes nothing: a refusal is the
-// policy's error, a workspace without controls ErrNoControls.
+// the address book in tx with one statement, after the balance row's lock
+// where the database needs one (OpsConfig.LockBalanceSQL). It changes
+// nothing: a refusal is the policy's error, a workspace without controls
+// ErrNoControls.
 func (o *Ops) JudgeCreate(ctx context.Context, tx *sql.Tx, p payoutkit.Payout) (*Judged, error) {
 	if o.c.LockBalanceSQL != "" {
 		if _, err := o.exec(ctx, tx, o.c.LockBalanceSQL, p.WorkspaceID); err != nil {
 			return nil, err
 		}
 	}
-	row, err := scanPolicy(o.queryRow(ctx, tx, selectPolicySQL, p.WorkspaceID))
+	cutoff := p.CreatedAt.Add(-payoutkit.DailyWindow)
+	b := payoutkit.SpendHour(cutoff)
+	var row policyRow
+	var maxP, daily, approval sql.NullInt64
+	var cooling, sum, passed int64
+	var usable time.Time
+	err := o.queryRow(ctx, tx, o.judge, p.WorkspaceID, b, o.c.TS(hourStart(b).Add(-time.Microsecond)), o.c.TS(cutoff),
+		p.Network, payoutkit.AddressKey(p.Network, p.Address)).
+		Scan(&maxP, &daily, &approval, &row.pol.AddressAllowlist, &cooling, &row.hour, TimeCol{&row.pos}, &row.expired,
+			&sum, &passed, TimeCol{&usable})
+	row.pol.MaxPayout, row.pol.DailyLimit, row.pol.ApprovalOver = limitOf(maxP), limitOf(daily), limitOf(approval)
+	row.pol.CoolingOff = time.Duration(cooling) * time.Microsecond
 	if errors.Is(err, sql.ErrNoRows) || err == nil && !row.pol.Controls() {
 		return nil, ErrNoControls
 	} else if err != nil {
 		return nil, err
 	}
-	j := &Judged{o: o, p: p, row: row, daily: row.pol.DailyLimit.Set}
+	j := &Judged{o: o, p: p, Daily: row.pol.DailyLimit.Set, SpendHour: row.hour, SpendPos: row.pos, SpendExpired: row.expired}
 	check := payoutkit.PolicyCheck{Policy: row.pol}
-	if j.daily {
-		cutoff := p.CreatedAt.Add(-payoutkit.DailyWindow)
-		if b := payoutkit.SpendHour(cutoff); b > j.row.hour {
-			j.row.hour, j.row.pos, j.row.expired, j.moved = b, hourStart(b).Add(-time.Microsecond), 0, true
-		}
-		if payoutkit.SpendHour(cutoff) == j.row.hour && cutoff.After(j.row.pos) {
-			var passed int64
-			if err := o.queryRow(ctx, tx, windowPassSQL, p.WorkspaceID, o.c.TS(j.row.pos), o.c.TS(cutoff)).Scan(&passed); err != nil {
-				return nil, err
-			}
-			j.row.pos, j.row.expired, j.moved = cutoff, j.row.expired+passed, true
-		}
-		var sum int64
-		if err := o.queryRow(ctx, tx, spendSumSQL, p.WorkspaceID, j.row.hour).Scan(&sum); err != nil {
-			return nil, err
-		}
-		check.Spent = payoutkit.Amount(sum - j.row.expired)
-	}
-	if row.pol.AddressAllowlist {
-		err := o.queryRow(ctx, tx, bookEntrySQL, p.WorkspaceID, p.Network, payoutkit.AddressKey(p.Network, p.Address)).
-			Scan(TimeCol{&check.Entry.UsableFrom})
+	if j.Daily {
 		switch {
-		case err == nil:
-			check.InBook = true
-		case !errors.Is(err, sql.ErrNoRows):
-			return nil, err
+		case b > row.hour: // the edge moved into a later hour: start there
+			j.Moved, j.SpendHour, j.SpendPos, j.SpendExpired = true, b, cutoff, passed
+		case b == row.hour && cutoff.After(row.pos):
+			j.Moved, j.SpendPos, j.SpendExpired = true, cutoff, row.expired+passed
 		}
+		check.Spent = payoutkit.Amount(sum - j.SpendExpired)
+	}
+	if !usable.IsZero() {
+		check.Entry.UsableFrom, check.InBook = usable, true
 	}
 	j.Approval, err = check.Judge(p)
 	if err != nil {
@@ -195,19 +232,19 @@ func (o *Ops) JudgeCreate(ctx context.Context, tx *sql.Tx, p payoutkit.Payout) (
 	return j, nil
 }
 
-// Record writes what the policy keeps of the debited payout: its amount in
-// its hour's sum and the window's new state, and its hold.
+// Record writes what the policy keeps of the debited payout, statement by
+// statement.
 func (j *Judged) Record(ctx context.Context, tx *sql.Tx) error {
 	o, p := j.o, j.p
-	if j.daily {
+	if j.Daily {
 		if _, err := o.exec(ctx, tx, spendAddSQL, p.WorkspaceID, payoutkit.SpendHour(p.CreatedAt), int64(p.Amount)); err != nil {
 			return err
 		}
-		if j.moved {
-			if _, err := o.exec(ctx, tx, windowStateSQL, p.WorkspaceID, j.row.hour, o.c.TS(j.row.pos), j.row.expired); err != nil {
+		if j.Moved {
+			if _, err := o.exec(ctx, tx, windowStateSQL, p.WorkspaceID, j.SpendHour, o.c.TS(j.SpendPos), j.SpendExpired); err != nil {
 				return err
 			}
-			if _, err := o.exec(ctx, tx, spendDropSQL, p.WorkspaceID, j.row.hour); err != nil {
+			if _, err := o.exec(ctx, tx, spendDropSQL, p.WorkspaceID, j.SpendHour); err != nil {
 				return err
 			}
 		}

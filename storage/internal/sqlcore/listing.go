@@ -33,6 +33,8 @@ type Ops struct {
 	// transaction.
 	w OpsWriter
 	c OpsConfig
+	// judge is JudgeCreate's statement, rendered once.
+	judge string
 }
 
 // OpsConfig is what differs between the databases for Ops.
@@ -55,7 +57,9 @@ type OpsConfig struct {
 	From func(table string, f NewestFilter) string
 	// LockBalanceSQL locks ($1) a workspace's balance row for the rest of
 	// a transaction, where the database needs it ("" on SQLite, whose
-	// writer holds the whole database).
+	// writer holds the whole database). It is a statement of its own: a
+	// read that waited for a row lock still sees the snapshot it started
+	// with, so the reads after the lock must be later statements.
 	LockBalanceSQL string
 	// InsertEventSQL inserts an event: $1 its workspace, $2... EventArgs.
 	InsertEventSQL string
@@ -67,7 +71,9 @@ type OpsConfig struct {
 }
 
 // NewOps binds the common operations to w.
-func NewOps(w OpsWriter, c OpsConfig) Ops { return Ops{w: w, c: c} }
+func NewOps(w OpsWriter, c OpsConfig) Ops {
+	return Ops{w: w, c: c, judge: judgeSQL(c.Param)}
+}
 
 // List reads one newest-first page: query takes $1 the workspace, $2 the
 // seq to start below, $3 the number of rows and $4... the args, and selects
