@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -319,6 +320,8 @@ func testControls(t *testing.T, open Open) {
 		wantErr(t, err, payoutkit.ErrNotFound)
 	})
 
+	t.Run("DailyWindow", func(t *testing.T) { testDailyWindow(t, open) })
+
 	t.Run("DailyLimitRace", func(t *testing.T) {
 		RaceDailyLimit(t, open(t))
 	})
@@ -390,3 +393,103 @@ func created[A, B any](a A, _ B, err error) (A, error) { return a, err }
 func err2[A any](_ A, err error) error { return err }
 
 func err3[A, B any](_ A, _ B, err error) error { return err }
+
+// testDailyWindow drives one workspace with a daily limit through a random
+// walk of payouts, failures and clock jumps (within an hour, across hours,
+// past whole days) and checks after each step that the 24-hour sum the
+// store judges by is exactly the one recomputed from the payouts: a payout
+// of one cent more than what is left is refused naming what is left, and
+// one of exactly what is left is accepted.
+func testDailyWindow(t *testing.T, open Open) {
+	e, c := newClockEnv(t, open)
+	ws := e.workspace().Workspace.ID
+	e.fund(ws, "1000000.00")
+	rng := rand.New(rand.NewPCG(7, 11))
+	for i := range 8 { // payouts before the limit count too
+		c.set(c.now().Add(time.Duration(rng.IntN(180)) * time.Minute))
+		noErr(t, err3(e.payout(ws, fmt.Sprintf("pre-%d", i), payoutkit.Amount(100+rng.IntN(10000)).String())))
+	}
+	const limit = payoutkit.Amount(50000_00)
+	l := payoutkit.LimitOf(limit)
+	e.policy(ws, payoutkit.PolicyPatch{DailyLimit: &l})
+	spent := func() payoutkit.Amount {
+		var sum payoutkit.Amount
+		from := c.now().Add(-payoutkit.DailyWindow)
+		for p, err := range e.allPayouts(ws) {
+			noErr(t, err)
+			if p.Status != payoutkit.PayoutFailed && p.CreatedAt.After(from) {
+				sum += p.Amount
+			}
+		}
+		return sum
+	}
+	type made struct {
+		id string
+		at time.Time
+	}
+	var submitted []made
+	n := 0
+	for step := range 400 {
+		switch r := rng.IntN(10); {
+		case r < 4:
+			c.set(c.now().Add(time.Duration(rng.IntN(40*60)) * time.Second))
+		case r < 5:
+			c.set(c.now().Add(time.Duration(rng.IntN(30)) * time.Hour))
+		case r < 8 && len(submitted) > 0:
+			// Mostly one that the window's edge has just passed, whose
+			// hour is the window's boundary hour.
+			k := rng.IntN(len(submitted))
+			edge := c.now().Add(-payoutkit.DailyWindow)
+			for i, s := range submitted {
+				if !s.at.After(edge) && s.at.After(edge.Add(-time.Hour)) {
+					k = i
+				}
+			}
+			noErr(t, err2(e.eng.FailPayout(e.ctx, ws, submitted[k].id, "")))
+			submitted = append(submitted[:k], submitted[k+1:]...)
+		}
+		left := limit - spent()
+		n++
+		_, _, err := e.payout(ws, fmt.Sprintf("over-%d", n), (left + 1).String())
+		want := "amount exceeds the 24-hour payout limit of " + limit.String() + " (" + left.String() + " left)"
+		if !errors.Is(err, payoutkit.ErrPayoutLimit) || err.Error() != want {
+			t.Fatalf("step %d: payout of %s = %v; want %q", step, left+1, err, want)
+		}
+		if left == 0 {
+			continue
+		}
+		amount := min(left, payoutkit.Amount(1+rng.IntN(20000_00)))
+		if rng.IntN(4) == 0 {
+			amount = left
+		}
+		id := fmt.Sprintf("po-%d", n)
+		if err := err3(e.payout(ws, id, amount.String())); err != nil {
+			t.Fatalf("step %d: payout of %s with %s left: %v", step, amount, left, err)
+		}
+		submitted = append(submitted, made{id, c.now()})
+	}
+	e.audit(ws)
+}
+
+// allPayouts lists every payout of the workspace.
+func (e *env) allPayouts(ws string) func(yield func(payoutkit.Payout, error) bool) {
+	return func(yield func(payoutkit.Payout, error) bool) {
+		req := payoutkit.ListPayoutsRequest{Limit: payoutkit.MaxListLimit}
+		for {
+			page, err := e.eng.ListPayouts(e.ctx, ws, req)
+			if err != nil {
+				yield(payoutkit.Payout{}, err)
+				return
+			}
+			for _, p := range page.Items {
+				if !yield(p, nil) {
+					return
+				}
+			}
+			if page.NextCursor == "" {
+				return
+			}
+			req.Cursor = page.NextCursor
+		}
+	}
+}
