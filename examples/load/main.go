@@ -9,6 +9,7 @@
 //	go run ./examples/load -workload payouts,balance,mixed -duration 10s
 //	go run ./examples/load -db 'postgres://user:pass@127.0.0.1:5432/db?sslmode=disable'
 //	go run ./examples/load -workload payouts-spread -workspaces 100
+//	go run ./examples/load -workload payouts,payouts-controlled   # the payout controls' cost
 //	go run ./examples/load -url http://127.0.0.1:8080 -key sk_... -workload balance
 //
 // By default it builds examples/server, creates its workspaces with the
@@ -57,7 +58,7 @@ func main() {
 }
 
 // workloads names what the tool can run; see runWorkload.
-var workloads = []string{"payouts", "payouts-spread", "balance", "mixed"}
+var workloads = []string{"payouts", "payouts-spread", "payouts-controlled", "balance", "mixed"}
 
 // options is the command line.
 type options struct {
@@ -143,6 +144,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-prefill needs a server this tool starts (no -url)")
 	case o.url != "" && slices.Contains(o.workloads, "payouts-spread"):
 		return o, errors.New("payouts-spread creates its workspaces, so it needs a server this tool starts (no -url)")
+	case o.url != "" && slices.Contains(o.workloads, "payouts-controlled"):
+		return o, errors.New("payouts-controlled creates its workspace, so it needs a server this tool starts (no -url)")
 	}
 	if o.url != "" {
 		if err := loopbackOnly(o.url); err != nil {

@@ -29,7 +29,7 @@ func TestShortRun(t *testing.T) {
 		t.Skip("builds and starts the server")
 	}
 	o, err := parseOptions([]string{
-		"-workload", "payouts,payouts-spread,balance,mixed", "-workspaces", "3",
+		"-workload", "payouts,payouts-spread,payouts-controlled,balance,mixed", "-workspaces", "3",
 		"-clients", "4", "-duration", "2s", "-requests", "150", "-idle", "200ms", "-drain-wait", "30s",
 	}, io.Discard)
 	if err != nil {
@@ -49,8 +49,8 @@ func TestShortRun(t *testing.T) {
 	if rep.Baseline == nil || rep.Baseline.OK == 0 {
 		t.Fatal("the baseline answered nothing")
 	}
-	if len(rep.Workloads) != 4 {
-		t.Fatalf("ran %d workloads, want 4", len(rep.Workloads))
+	if len(rep.Workloads) != 5 {
+		t.Fatalf("ran %d workloads, want 5", len(rep.Workloads))
 	}
 	for _, w := range rep.Workloads {
 		if w.OK == 0 || w.Errors > 0 || w.Requests > 150 {

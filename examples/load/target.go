@@ -54,11 +54,14 @@ func (w *workspace) accept(payoutID string, cents int64) {
 
 // target is the server under load: one this tool started, or one at -url.
 type target struct {
-	url        string
-	hot        *workspace   // the one hot balance
-	spread     []*workspace // for payouts-spread
-	recv       *receiver    // nil when the server's webhooks cannot reach us
-	run        string       // distinguishes this run's ids from earlier runs'
+	url    string
+	hot    *workspace   // the one hot balance
+	spread []*workspace // for payouts-spread
+	// controlled is payouts-controlled's workspace: a daily limit and the
+	// address allowlist on (payout controls, contract section 10).
+	controlled *workspace
+	recv       *receiver // nil when the server's webhooks cannot reach us
+	run        string    // distinguishes this run's ids from earlier runs'
 	payoutCent int64
 
 	cmd      *exec.Cmd // nil for -url
@@ -118,10 +121,10 @@ func newTarget(ctx context.Context, o options, recv *receiver, progress func(str
 			return nil, err
 		}
 	}
-	progress("funding %d workspace(s) with %s each", 1+len(t.spread), formatCents(o.fundCents))
+	progress("funding %d workspace(s) with %s each", len(t.workspaces()), formatCents(o.fundCents))
 	hc := newHTTPClient(8)
 	defer hc.CloseIdleConnections()
-	for i, w := range append([]*workspace{t.hot}, t.spread...) {
+	for i, w := range t.workspaces() {
 		if err := t.fund(ctx, hc, w, o.fundCents, i); err != nil {
 			t.close()
 			return nil, err
@@ -184,6 +187,19 @@ func (t *target) start(ctx context.Context, o options, recv *receiver, progress 
 		}
 	}
 
+	if slices.Contains(o.workloads, "payouts-controlled") {
+		progress("creating the workspace with payout controls")
+		w, err := createWorkspace(ctx, bin, t.db, fmt.Sprintf("load-%s-controlled", t.run), recv.url)
+		if err != nil {
+			return err
+		}
+		recv.setSecret(w.ID, w.Secret)
+		if err := setControls(ctx, bin, t.db, w.ID, o.fundCents); err != nil {
+			return err
+		}
+		t.controlled = w
+	}
+
 	if o.prefill > 0 {
 		progress("prefilling %d payouts", o.prefill)
 		if err := prefill(ctx, t.db, t.hot, o.prefill, o.payoutCents, progress); err != nil {
@@ -218,6 +234,34 @@ func (t *target) start(ctx context.Context, o options, recv *receiver, progress 
 		return errors.New("the server did not start serving within 30s")
 	}
 	progress("server %d serving at %s", t.pidOf, t.url)
+	return nil
+}
+
+// workspaces are the target's workspaces: the hot one, then the others.
+func (t *target) workspaces() []*workspace {
+	all := append([]*workspace{t.hot}, t.spread...)
+	if t.controlled != nil {
+		all = append(all, t.controlled)
+	}
+	return all
+}
+
+// setControls turns on a daily limit (the whole funding, so that it refuses
+// nothing and is checked on every payout) and the address allowlist, with
+// the payouts' address usable at once, through the server's admin commands.
+func setControls(ctx context.Context, bin, db, ws string, limitCents int64) error {
+	for _, args := range [][]string{
+		{"workspace", "policy", "-cooling-off", "0s"},
+		{"addresses", "add", "-network", "TRON", "-address", payoutAddress},
+		{"workspace", "policy", "-daily-limit", formatCents(limitCents), "-address-allowlist", "on"},
+	} {
+		cmd := exec.CommandContext(ctx, bin, append(args, "-db", db, "-workspace", ws)...)
+		cmd.Stderr = os.Stderr
+		cmd.Stdout = io.Discard
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("server %s: %w", strings.Join(args[:2], " "), err)
+		}
+	}
 	return nil
 }
 
@@ -345,7 +389,7 @@ func (t *target) checkMoney(ctx context.Context) (bool, []moneyCheck) {
 	defer hc.CloseIdleConnections()
 	ok := true
 	var out []moneyCheck
-	for _, w := range append([]*workspace{t.hot}, t.spread...) {
+	for _, w := range t.workspaces() {
 		unanswered := len(w.unknown)
 		if err := t.resolveUnknown(ctx, hc, w); err != nil {
 			out = append(out, moneyCheck{Workspace: w.ID, Problem: err.Error()})

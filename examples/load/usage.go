@@ -149,7 +149,7 @@ func (t *target) usage(ctx context.Context, idle time.Duration) *serverUsage {
 	}
 	u.LogLines, u.LogBytes = t.logLines.Load(), t.logBytes.Load()
 	u.Payouts = t.prefilled // stored before the run
-	for _, w := range append([]*workspace{t.hot}, t.spread...) {
+	for _, w := range t.workspaces() {
 		u.Payouts += len(w.acceptedIDs)
 	}
 	if t.cmd != nil && !strings.HasPrefix(t.db, "postgres") {

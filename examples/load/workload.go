@@ -45,6 +45,8 @@ func runWorkload(ctx context.Context, o options, t *target, name string) (result
 		next = func(c int) request { return payout(c, t.hot) }
 	case "payouts-spread":
 		next = func(c int) request { return payout(c, t.spread[(c+seq[c])%len(t.spread)]) }
+	case "payouts-controlled":
+		next = func(c int) request { return payout(c, t.controlled) }
 	case "balance":
 		next = func(int) request { return balance }
 	case "mixed":

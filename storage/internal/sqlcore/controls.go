@@ -144,8 +144,9 @@ type Judged struct {
 	SpendPos     time.Time
 	SpendExpired int64
 
-	o *Ops
-	p payoutkit.Payout
+	newHour bool // the boundary is in a later hour than before
+	o       *Ops
+	p       payoutkit.Payout
 }
 
 // judgeSQL reads, in one statement, what JudgeCreate needs: the policy
@@ -158,12 +159,14 @@ type Judged struct {
 func judgeSQL(param func(n int, cast string) string) string {
 	b, start, cutoff := param(2, "bigint"), param(3, "timestamptz"), param(4, "timestamptz")
 	boundary := `CASE WHEN ` + b + ` > p.spend_hour THEN ` + b + ` ELSE p.spend_hour END`
+	passes := `x.created_at <= ` + cutoff + ` AND x.created_at > CASE WHEN ` + b + ` > p.spend_hour THEN ` + start + ` ELSE p.spend_pos END`
 	return `SELECT ` + prefixed("p.", policyCols) + `,
 	CASE WHEN p.daily_limit IS NULL THEN 0 ELSE (SELECT COALESCE(SUM(s.amount), 0) FROM payout_spend s
 		WHERE s.workspace_id = p.workspace_id AND s.hour >= ` + boundary + `) END,
 	CASE WHEN p.daily_limit IS NULL OR ` + b + ` < p.spend_hour THEN 0 ELSE (SELECT COALESCE(SUM(x.amount), 0) FROM payouts x
-		WHERE x.workspace_id = p.workspace_id AND x.status <> 'failed' AND x.created_at <= ` + cutoff + `
-			AND x.created_at > CASE WHEN ` + b + ` > p.spend_hour THEN ` + start + ` ELSE p.spend_pos END) END,
+		WHERE x.workspace_id = p.workspace_id AND x.status <> 'failed' AND ` + passes + `) END,
+	CASE WHEN p.daily_limit IS NULL OR ` + b + ` < p.spend_hour THEN 0 ELSE (SELECT count(*) FROM payouts x
+		WHERE x.workspace_id = p.workspace_id AND ` + passes + `) END,
 	(SELECT a.usable_from FROM address_book a WHERE a.workspace_id = p.workspace_id AND a.network = ` + param(5, "text") + `
 		AND a.address_key = ` + param(6, "text") + `)
 	FROM payout_policies p WHERE p.workspace_id = ` + param(1, "text")
@@ -198,12 +201,12 @@ func (o *Ops) JudgeCreate(ctx context.Context, tx *sql.Tx, p payoutkit.Payout) (
 	b := payoutkit.SpendHour(cutoff)
 	var row policyRow
 	var maxP, daily, approval sql.NullInt64
-	var cooling, sum, passed int64
+	var cooling, sum, passed, walked int64
 	var usable time.Time
 	err := o.queryRow(ctx, tx, o.judge, p.WorkspaceID, b, o.c.TS(hourStart(b).Add(-time.Microsecond)), o.c.TS(cutoff),
 		p.Network, payoutkit.AddressKey(p.Network, p.Address)).
 		Scan(&maxP, &daily, &approval, &row.pol.AddressAllowlist, &cooling, &row.hour, TimeCol{&row.pos}, &row.expired,
-			&sum, &passed, TimeCol{&usable})
+			&sum, &passed, &walked, TimeCol{&usable})
 	row.pol.MaxPayout, row.pol.DailyLimit, row.pol.ApprovalOver = limitOf(maxP), limitOf(daily), limitOf(approval)
 	row.pol.CoolingOff = time.Duration(cooling) * time.Microsecond
 	if errors.Is(err, sql.ErrNoRows) || err == nil && !row.pol.Controls() {
@@ -216,8 +219,10 @@ func (o *Ops) JudgeCreate(ctx context.Context, tx *sql.Tx, p payoutkit.Payout) (
 	if j.Daily {
 		switch {
 		case b > row.hour: // the edge moved into a later hour: start there
-			j.Moved, j.SpendHour, j.SpendPos, j.SpendExpired = true, b, cutoff, passed
-		case b == row.hour && cutoff.After(row.pos):
+			j.Moved, j.newHour, j.SpendHour, j.SpendPos, j.SpendExpired = true, true, b, cutoff, passed
+		case b == row.hour && cutoff.After(row.pos) && walked != 0:
+			// Where the edge passed no payout at all, it need not be
+			// written: the next create walks that empty stretch again.
 			j.Moved, j.SpendPos, j.SpendExpired = true, cutoff, row.expired+passed
 		}
 		check.Spent = payoutkit.Amount(sum - j.SpendExpired)
@@ -244,6 +249,8 @@ func (j *Judged) Record(ctx context.Context, tx *sql.Tx) error {
 			if _, err := o.exec(ctx, tx, windowStateSQL, p.WorkspaceID, j.SpendHour, o.c.TS(j.SpendPos), j.SpendExpired); err != nil {
 				return err
 			}
+		}
+		if j.newHour {
 			if _, err := o.exec(ctx, tx, spendDropSQL, p.WorkspaceID, j.SpendHour); err != nil {
 				return err
 			}
