@@ -24,8 +24,8 @@
 // (its creation and settlement, order credits, the outbox and hand-off
 // claims, delivery attempts) are group committed: concurrent ones share a
 // transaction, each in its own savepoint (or none, for a write that
-// refuses before changing anything), and so share its fsync (see
-// committer). Administrative writes (workspaces, keys, webhooks, staff
+// refuses before changing anything), and so share its fsync
+// (docs/ARCHITECTURE.md). Administrative writes (workspaces, keys, webhooks, staff
 // users, portal sessions, sign-in failures) keep transactions of their own
 // on the writer connection.
 package sqlite
