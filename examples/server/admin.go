@@ -307,6 +307,7 @@ type outboxJSON struct {
 	Pending       int64   `json:"pending"`
 	Delivered     int64   `json:"delivered"`
 	Failed        int64   `json:"failed"`
+	NotSent       int64   `json:"not_sent"`
 	OldestPending *string `json:"oldest_pending_at"`
 }
 
@@ -353,7 +354,7 @@ func audit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	report.Outbox = outboxJSON{Pending: h.Pending, Delivered: h.Delivered, Failed: h.Failed, OldestPending: timeOrNull(h.OldestPending)}
+	report.Outbox = outboxJSON{Pending: h.Pending, Delivered: h.Delivered, Failed: h.Failed, NotSent: h.NotSent, OldestPending: timeOrNull(h.OldestPending)}
 	if err := printJSON(stdout, report); err != nil {
 		return err
 	}

@@ -802,16 +802,18 @@ func (s *Store) OutboxHealth(context.Context) (payoutkit.OutboxHealth, error) {
 	defer s.mu.Unlock()
 	var h payoutkit.OutboxHealth
 	for _, e := range s.events {
-		switch e.State {
-		case payoutkit.DeliveryPending:
+		switch e.EventState() {
+		case payoutkit.EventStatePending:
 			h.Pending++
 			if h.OldestPending.IsZero() || e.CreatedAt.Before(h.OldestPending) {
 				h.OldestPending = e.CreatedAt
 			}
-		case payoutkit.DeliveryDelivered:
+		case payoutkit.EventStateDelivered:
 			h.Delivered++
-		case payoutkit.DeliveryFailed:
+		case payoutkit.EventStateFailed:
 			h.Failed++
+		case payoutkit.EventStateNotSent:
+			h.NotSent++
 		}
 	}
 	return h, nil

@@ -31,6 +31,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("Work", func(t *testing.T) { testWork(t, open) })
 	t.Run("Prune", func(t *testing.T) { testPrune(t, open) })
 	t.Run("Health", func(t *testing.T) { testHealth(t, open) })
+	t.Run("HealthNotSent", func(t *testing.T) { testHealthNotSent(t, open) })
 	t.Run("Handoffs", func(t *testing.T) { testHandoffs(t, open) })
 	t.Run("Filters", func(t *testing.T) { testFilters(t, open) })
 	t.Run("Customers", func(t *testing.T) { testCustomers(t, open) })
