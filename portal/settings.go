@@ -17,7 +17,11 @@ type developerView struct {
 	WorkspaceName string
 	Keys          []payoutkit.APIKey
 	WebhookURL    string
-	Events        []payoutkit.Event
+	// NoWebhookURL reports that the workspace has no webhook URL stored
+	// (whatever a failed form posted), so that the page says its events
+	// are recorded but not sent.
+	NoWebhookURL bool
+	Events       []payoutkit.Event
 	pager
 	// NewKey and NewSecret are shown once, on the answer that made them.
 	NewKey    string
@@ -59,6 +63,7 @@ func (h *Handler) renderDeveloper(w http.ResponseWriter, r *request, status int,
 		return
 	}
 	v.WorkspaceID, v.WorkspaceName = workspace.ID, workspace.Name
+	v.NoWebhookURL = workspace.WebhookURL == ""
 	v.Keys, v.Events, v.pager = keys, events.Items, nextPage(r, events.NextCursor)
 	if _, posted := v.Fields["url"]; !posted {
 		v.WebhookURL = workspace.WebhookURL
