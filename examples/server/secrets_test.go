@@ -184,8 +184,13 @@ func TestSecretKeyEnvironment(t *testing.T) {
 			t.Fatalf("env %q: %v", env, err)
 		}
 	}
-	t.Setenv(envSecretKey, "")
+	// A database made under a key from the environment has no key file:
+	// without the environment's key, reseal has none.
+	k, _ := newKeyEnv(t)
+	t.Setenv(envSecretKey, k)
 	t.Setenv(envSecretKeyPrevious, "")
+	mustCommand(t, "workspace", "create", "-db", db, "-name", "keys")
+	t.Setenv(envSecretKey, "")
 	if _, err := command(t, "secrets", "reseal", "-db", db); err == nil || !strings.Contains(err.Error(), envSecretKey) {
 		t.Fatalf("reseal without a key: %v", err)
 	}
@@ -195,6 +200,14 @@ func TestSecretKeyEnvironment(t *testing.T) {
 // sharing the key accept each other's cursors, and a cursor made under
 // another key (or the public default) is refused.
 func TestCursorKeyFromSecretKey(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "cursors.db")
+	cursorKey := func() []byte {
+		keys, err := secretKeys(db, "", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cursorKey(keys)
+	}
 	t.Setenv(envSecretKey, "")
 	if cursorKey() != nil {
 		t.Fatal("a cursor key without PAYOUTKIT_SECRET_KEY")
