@@ -111,10 +111,10 @@ func logSealing(log *slog.Logger, dsn string, keys sealing, warnPlain bool) {
 	}
 }
 
-// migrate brings an existing database's schema up to this binary's, as
+// migrateCommand brings an existing database's schema up to this binary's, as
 // serve does when it starts, and prints whether it changed anything. Like
 // the other admin commands it refuses a database that does not exist.
-func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func migrateCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("migrate", stderr)
 	dsn := dbFlag(fs)
 	if err := parseFlags(fs, args, []string{"db"}); err != nil {

@@ -136,7 +136,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case cmd == "staff" && sub == "reset-password":
 		return staffResetPassword(ctx, rest[1:], stdout, stderr)
 	case cmd == "migrate":
-		return migrate(ctx, rest, stdout, stderr)
+		return migrateCommand(ctx, rest, stdout, stderr)
 	case cmd == "help" || cmd == "-h" || cmd == "-help" || cmd == "--help":
 		fmt.Fprint(stderr, usage)
 		return nil
