@@ -242,6 +242,19 @@ func TestTakenPortCreatesNothing(t *testing.T) {
 			t.Fatalf("-addr %s left %v", addr, names)
 		}
 	}
+
+	// A taken metrics port: no workspace, so no credentials and no key.
+	dir := t.TempDir()
+	db := filepath.Join(dir, "payoutkit.db")
+	out, errOut, exit := runProgram(t, "serve", "-addr", "127.0.0.1:0", "-metrics-addr", ln.Addr().String(), "-db", db)
+	if exit == 0 || out != "" {
+		t.Fatalf("-metrics-addr taken: exit %d, stdout %q\n%s", exit, out, errOut)
+	}
+	for _, f := range []string{db + credentialsFileSuffix, db + secretKeyFileSuffix} {
+		if _, err := os.Stat(f); err == nil {
+			t.Fatalf("-metrics-addr taken: %s was made", f)
+		}
+	}
 }
 
 // adminCommands are every command that opens a database it must find, with

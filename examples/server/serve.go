@@ -96,6 +96,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer store.Close()
+	// Before the first workspace too: a start that cannot serve its
+	// metrics prints no credentials.
+	if m != nil {
+		stopMetrics, err := m.serveMetrics(ctx, *metricsAddr, *withPprof, store, log)
+		if err != nil {
+			return fmt.Errorf("metrics listener: %w", err)
+		}
+		defer stopMetrics()
+	}
 
 	done, err := initialised(ctx, store)
 	if err != nil {
@@ -132,13 +141,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	if m != nil {
-		stopMetrics, err := m.serveMetrics(ctx, *metricsAddr, *withPprof, store, log)
-		if err != nil {
-			return fmt.Errorf("metrics listener: %w", err)
-		}
-		defer stopMetrics()
-	}
 	var handler http.Handler = httpserver.New(engine, httpserver.Options{
 		Logger: log, Sandbox: *sandbox, RateLimit: *rateLimit,
 		AuthFailureLimit: cmp.Or(*authFailures, -1), // 0 (off) is negative for httpserver
@@ -274,16 +276,14 @@ func bootstrap(ctx context.Context, engine *payoutkit.Engine, store payoutkit.St
 	out := newWorkspaceJSON(nw)
 	log.Info("empty database: created the first workspace; its API key and staff password are printed once, on stdout",
 		"workspace_id", nw.Workspace.ID, "key_prefix", nw.APIKey.Prefix, "staff_email", nw.StaffEmail)
-	if err := printJSON(stdout, out); err != nil {
-		return err
-	}
+	// The file first: it keeps them should stdout fail.
 	if err := writeCredentials(credentials, out); err != nil {
 		log.Error("the first workspace's credentials are on stdout only: writing them to the credentials file failed", "credentials_file", credentials, "error", err.Error())
-		return nil
+	} else {
+		log.Info("wrote the first workspace's credentials to the credentials file, readable by its owner alone; keep them safe, then delete it",
+			"credentials_file", credentials)
 	}
-	log.Info("wrote the first workspace's credentials to the credentials file, readable by its owner alone; keep them safe, then delete it",
-		"credentials_file", credentials)
-	return nil
+	return printJSON(stdout, out)
 }
 
 // openStore opens the database named by dsn (a SQLite path or a postgres URL).
