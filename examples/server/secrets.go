@@ -202,7 +202,7 @@ func makeKeyFile(path string) (k payoutkit.SealKey, made bool, err error) {
 // plainSecretsAdvice says how to have webhook secrets sealed where they are
 // stored plain.
 func plainSecretsAdvice(dsn string) string {
-	msg := "webhook secrets are stored plain in the database: set " + envSecretKey +
+	msg := "no sealing key: webhook secrets written now are stored plain in the database; set " + envSecretKey +
 		" to the base64 of 32 random bytes (openssl rand -base64 32)"
 	if isPostgres(dsn) {
 		msg += ", the same on every instance,"
