@@ -190,7 +190,7 @@ func TestFirstStartKeepsTheCredentials(t *testing.T) {
 	if p.stdout.String() != "" {
 		t.Fatalf("the second start printed %q", p.stdout.String())
 	}
-	for _, want := range []string{"keys create", "staff add|reset-password", ws} {
+	for _, want := range []string{"keys create", "staff add|reset-password", ws, credentials} {
 		if !strings.Contains(p.stderr.String(), want) {
 			t.Fatalf("the second start's stderr does not mention %q:\n%s", want, p.stderr.String())
 		}

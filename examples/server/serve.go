@@ -267,10 +267,14 @@ func bootstrap(ctx context.Context, engine *payoutkit.Engine, store payoutkit.St
 		if len(ids) == 1 {
 			ws = ids[0]
 		}
+		attrs := []any{"workspaces", len(ids)}
+		if fileExists(credentials) {
+			attrs = append(attrs, "credentials_file", credentials)
+		}
 		log.Info("the database has its workspaces: the first start printed the first one's API key and staff password (and wrote them to its credentials file); to make new ones: "+
 			"`server keys create -db "+describeDSN(dsn)+" -workspace "+ws+"` for an API key, "+
 			"`server staff add|reset-password -db "+describeDSN(dsn)+" -workspace "+ws+" -email <e-mail>` for a staff login",
-			"workspaces", len(ids))
+			attrs...)
 		return nil
 	}
 	out := newWorkspaceJSON(nw)
