@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/payoutkit/payoutkit"
@@ -39,15 +40,17 @@ func printJSON(w io.Writer, v any) error {
 // another process holding a long transaction.
 const adminBusyTimeout = 30 * time.Second
 
-// adminStore opens the database for one command.
+// adminStore opens an existing database for one command, never making or
+// migrating one.
 func adminStore(ctx context.Context, dsn string, log *slog.Logger) (payoutkit.Store, error) {
 	return openStore(ctx, dsn, log, asAdmin())
 }
 
-// adminEngine opens the database and an engine over it for one command.
+// adminEngine opens an existing database (never making or migrating one)
+// and an engine over it for one command.
 func adminEngine(ctx context.Context, dsn string, stderr io.Writer) (*payoutkit.Engine, func(), error) {
 	log := newLogger(stderr, "json")
-	keys, err := secretKeys()
+	keys, err := secretKeys(dsn, os.Getenv(envSecretKeyFile), false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -55,7 +58,7 @@ func adminEngine(ctx context.Context, dsn string, stderr io.Writer) (*payoutkit.
 	if err != nil {
 		return nil, nil, err
 	}
-	engine, err := payoutkit.New(store, &payoutkit.Config{Logger: log, PasswordCost: passwordCost, SecretKeys: keys})
+	engine, err := payoutkit.New(store, &payoutkit.Config{Logger: log, PasswordCost: passwordCost, SecretKeys: keys.ring})
 	if err != nil {
 		store.Close()
 		return nil, nil, err
@@ -75,7 +78,7 @@ func workspaceCreate(ctx context.Context, args []string, stdout, stderr io.Write
 	if *name == "" {
 		return usagef("workspace create: -name is required")
 	}
-	engine, done, err := adminEngine(ctx, *dsn, stderr)
+	engine, done, err := creatingEngine(ctx, *dsn, stderr)
 	if err != nil {
 		return err
 	}

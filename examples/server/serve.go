@@ -49,6 +49,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	coinsFile := fs.String("coins", "", "JSON `file` listing the payout coins with their decimals and limits, replacing the default list")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at /metrics on this separate `address`, never on -addr (empty: off)")
 	withPprof := fs.Bool("pprof", false, "also serve Go's profiles (net/http/pprof) at /debug/pprof/ on -metrics-addr")
+	credentialsFile := fs.String("credentials-file", "", "`file` the first start writes the first workspace's credentials to, never over an existing one (default: beside the SQLite database, <db>"+credentialsFileSuffix+"; payoutkit"+credentialsFileSuffix+" in the working directory for PostgreSQL)")
+	keyFile := fs.String("secret-key-file", "", "`file` of the key that seals webhook secrets when "+envSecretKey+" is unset; the first start makes it (default: beside the SQLite database, <db>"+secretKeyFileSuffix+"; none for PostgreSQL)")
 	if err := parseFlags(fs, args, nil); err != nil {
 		return err
 	}
@@ -76,6 +78,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
+	// The port is bound before anything is made: a start that cannot serve
+	// creates no database, no key and no credentials.
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("cannot listen on -addr %s (nothing was created): %w", *addr, err)
+	}
+	defer ln.Close() // Serve closes it too; this covers the returns before
+
 	log := newLogger(stderr, *logFormat)
 	var m *metrics // nil: no metrics, no hooks
 	if *metricsAddr != "" {
@@ -86,13 +96,31 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer store.Close()
+	// Before the first workspace too: a start that cannot serve its
+	// metrics prints no credentials.
+	if m != nil {
+		stopMetrics, err := m.serveMetrics(ctx, *metricsAddr, *withPprof, store, log)
+		if err != nil {
+			return fmt.Errorf("metrics listener: %w", err)
+		}
+		defer stopMetrics()
+	}
 
-	keys, err := secretKeys()
+	done, err := initialised(ctx, store)
 	if err != nil {
 		return err
 	}
-	cfg := &payoutkit.Config{Logger: log, PasswordCost: passwordCost, SecretKeys: keys, ObservePayout: m.observePayout(),
-		CursorKey: cursorKey(),
+	credentials := cmp.Or(*credentialsFile, defaultCredentialsFile(*dsn))
+	if !done && fileExists(credentials) {
+		return fmt.Errorf("the database has no workspace yet, but %s exists, perhaps with the credentials of an earlier database: move it away (or name another file with -credentials-file) so that this first start can write the new ones there", credentials)
+	}
+	keys, err := secretKeys(*dsn, *keyFile, !done)
+	if err != nil {
+		return err
+	}
+	logSealing(log, *dsn, keys, true)
+	cfg := &payoutkit.Config{Logger: log, PasswordCost: passwordCost, SecretKeys: keys.ring, ObservePayout: m.observePayout(),
+		CursorKey: cursorKey(keys),
 		Delivery: payoutkit.DeliveryConfig{
 			// One attempt ends within its lease: a lease under 20s shortens the timeout.
 			Notifier:       &payoutkit.HTTPNotifier{AllowPrivate: *sandbox || *allowPrivate, Timeout: min(payoutkit.DefaultTimeout, *lease/2)},
@@ -109,21 +137,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := bootstrap(ctx, engine, stdout, log); err != nil {
+	if err := bootstrap(ctx, engine, store, *dsn, credentials, stdout, log); err != nil {
 		return err
 	}
 
-	if m != nil {
-		stopMetrics, err := m.serveMetrics(ctx, *metricsAddr, *withPprof, store, log)
-		if err != nil {
-			return fmt.Errorf("metrics listener: %w", err)
-		}
-		defer stopMetrics()
-	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
 	var handler http.Handler = httpserver.New(engine, httpserver.Options{
 		Logger: log, Sandbox: *sandbox, RateLimit: *rateLimit,
 		AuthFailureLimit: cmp.Or(*authFailures, -1), // 0 (off) is negative for httpserver
@@ -154,7 +171,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("serving", "addr", ln.Addr().String(), "sandbox", *sandbox, "portal", *withPortal,
 		"sandbox_settle_after", settleAfter.String(), "rate_limit", *rateLimit, "auth_failure_limit", *authFailures, "db", describeDSN(*dsn),
-		"webhook_secrets_sealed_with", keys.CurrentKeyID())
+		"webhook_secrets_sealed_with", keys.ring.CurrentKeyID())
 	if listening != nil {
 		listening(ln.Addr())
 	}
@@ -232,19 +249,45 @@ func writeProbe(w http.ResponseWriter, status int, word string) {
 	fmt.Fprintf(w, "{\"status\":%q}\n", word)
 }
 
-// bootstrap creates the first workspace of an empty database and prints it.
-// Of several instances starting at once on one database, one does.
-func bootstrap(ctx context.Context, engine *payoutkit.Engine, stdout io.Writer, log *slog.Logger) error {
+// bootstrap creates the first workspace of an empty database and prints it,
+// on stdout and into the credentials file; on a database that has one, it
+// says on stderr how to make a new key or staff login. Of several instances
+// starting at once on one database, one creates it.
+func bootstrap(ctx context.Context, engine *payoutkit.Engine, store payoutkit.Store, dsn, credentials string, stdout io.Writer, log *slog.Logger) error {
 	nw, created, err := engine.Bootstrap(ctx)
 	if err != nil {
 		return fmt.Errorf("creating the first workspace: %w", err)
 	}
 	if !created {
+		ids, err := store.WorkspaceIDs(ctx)
+		if err != nil {
+			return err
+		}
+		ws := "<workspace id>"
+		if len(ids) == 1 {
+			ws = ids[0]
+		}
+		attrs := []any{"workspaces", len(ids)}
+		if fileExists(credentials) {
+			attrs = append(attrs, "credentials_file", credentials)
+		}
+		log.Info("the database has its workspaces: the first start printed the first one's API key and staff password (and wrote them to its credentials file); to make new ones: "+
+			"`server keys create -db "+describeDSN(dsn)+" -workspace "+ws+"` for an API key, "+
+			"`server staff add|reset-password -db "+describeDSN(dsn)+" -workspace "+ws+" -email <e-mail>` for a staff login",
+			attrs...)
 		return nil
 	}
+	out := newWorkspaceJSON(nw)
 	log.Info("empty database: created the first workspace; its API key and staff password are printed once, on stdout",
 		"workspace_id", nw.Workspace.ID, "key_prefix", nw.APIKey.Prefix, "staff_email", nw.StaffEmail)
-	return printJSON(stdout, newWorkspaceJSON(nw))
+	// The file first: it keeps them should stdout fail.
+	if err := writeCredentials(credentials, out); err != nil {
+		log.Error("the first workspace's credentials are on stdout only: writing them to the credentials file failed", "credentials_file", credentials, "error", err.Error())
+	} else {
+		log.Info("wrote the first workspace's credentials to the credentials file, readable by its owner alone; keep them safe, then delete it",
+			"credentials_file", credentials)
+	}
+	return printJSON(stdout, out)
 }
 
 // openStore opens the database named by dsn (a SQLite path or a postgres URL).

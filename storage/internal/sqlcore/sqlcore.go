@@ -64,6 +64,12 @@ var (
 	// ErrClosed reports a write submitted to a store after (or while) it
 	// was closed. Nothing of that write was applied.
 	ErrClosed = errors.New("sqlstore: store is closed")
+	// ErrNoSchema reports that a store opened without migrating found no
+	// payoutkit database: no file, or no payoutkit tables in it.
+	ErrNoSchema = errors.New("sqlstore: no payoutkit database")
+	// ErrSchemaOutdated reports that a store opened without migrating found
+	// a schema older than the one its binary needs.
+	ErrSchemaOutdated = errors.New("sqlstore: the database's schema is older than this binary's")
 	// ErrNothingToCommit rolls back a write that succeeded without a change.
 	ErrNothingToCommit = errors.New("sqlstore: nothing to commit")
 )
