@@ -201,19 +201,30 @@ func TestFirstStartKeepsTheCredentials(t *testing.T) {
 	}
 	wantPrivateFile(t, credentials)
 
-	// A new database whose credentials file is still there is refused
-	// before it creates a workspace: the old file is never replaced.
+	// A new database whose credentials file is still there starts: the old
+	// file is never replaced, and the new credentials go beside it, under a
+	// name of the new workspace's own, which stderr names.
 	for _, f := range []string{db, db + "-wal", db + "-shm"} {
 		os.Remove(f)
 	}
-	out, errOut, exit = runProgram(t, "serve", "-addr", "127.0.0.1:0", "-db", db)
-	if exit == 0 || out != "" || !strings.Contains(errOut, credentials) {
-		t.Fatalf("a first start beside an old credentials file: exit %d, stdout %q\n%s", exit, out, errOut)
-	}
+	p = serveProc(t, "-db", db)
+	fresh := decodeObject(t, p.stdout.String())
+	p.stop(t)
 	if again, _ := os.ReadFile(credentials); !bytes.Equal(again, written) {
 		t.Fatal("the credentials file changed")
 	}
-	// With -credentials-file elsewhere, it starts.
+	beside := strings.TrimSuffix(credentials, ".json") + "-" + fresh["workspace_id"].(string) + ".json"
+	wantPrivateFile(t, beside)
+	if b, _ := os.ReadFile(beside); !strings.Contains(string(b), fresh["api_key"].(string)) {
+		t.Fatalf("%s holds %s", beside, b)
+	}
+	if !strings.Contains(p.stderr.String(), beside) {
+		t.Fatalf("stderr does not name %s:\n%s", beside, p.stderr.String())
+	}
+	// On another new database, -credentials-file names the file.
+	for _, f := range []string{db, db + "-wal", db + "-shm"} {
+		os.Remove(f)
+	}
 	other := filepath.Join(dir, "second.json")
 	p = serveProc(t, "-db", db, "-credentials-file", other)
 	second := decodeObject(t, p.stdout.String())

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
 	"net"
@@ -111,9 +112,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	credentials := cmp.Or(*credentialsFile, defaultCredentialsFile(*dsn))
-	if !done && fileExists(credentials) {
-		return fmt.Errorf("the database has no workspace yet, but %s exists, perhaps with the credentials of an earlier database: move it away (or name another file with -credentials-file) so that this first start can write the new ones there", credentials)
-	}
 	keys, err := secretKeys(*dsn, *keyFile, !done)
 	if err != nil {
 		return err
@@ -280,8 +278,15 @@ func bootstrap(ctx context.Context, engine *payoutkit.Engine, store payoutkit.St
 	out := newWorkspaceJSON(nw)
 	log.Info("empty database: created the first workspace; its API key and staff password are printed once, on stdout",
 		"workspace_id", nw.Workspace.ID, "key_prefix", nw.APIKey.Prefix, "staff_email", nw.StaffEmail)
-	// The file first: it keeps them should stdout fail.
-	if err := writeCredentials(credentials, out); err != nil {
+	// The file first: it keeps them should stdout fail. A file that is
+	// there already (an earlier database's) is never replaced: the new
+	// credentials go beside it, under a name of their workspace's own.
+	err = writeCredentials(credentials, out)
+	if errors.Is(err, fs.ErrExist) {
+		credentials = strings.TrimSuffix(credentials, ".json") + "-" + nw.Workspace.ID + ".json"
+		err = writeCredentials(credentials, out)
+	}
+	if err != nil {
 		log.Error("the first workspace's credentials are on stdout only: writing them to the credentials file failed", "credentials_file", credentials, "error", err.Error())
 	} else {
 		log.Info("wrote the first workspace's credentials to the credentials file, readable by its owner alone; keep them safe, then delete it",
