@@ -97,6 +97,8 @@ func NewError(code Code, message string, fields []FieldError) *Error {
 		}
 	case CodeUnauthorized:
 		kind = ErrUnauthorized
+	case CodeForbidden:
+		kind = ErrForbidden
 	case CodeNotFound:
 		kind = ErrNotFound
 	case CodeConflict:

@@ -18,7 +18,7 @@ func TestBunApp(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{
-		"migrated: group #1 (9 migrations (20261101000000_withdrawal_requests ... payoutkit_0008_hot_claims))\n",
+		"migrated: group #1 (10 migrations (20261101000000_withdrawal_requests ... payoutkit_0009_key_controls))\n",
 		"requests kept: 1\n",
 		"payout po-1: submitted, 25.00 USDT to TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t\n",
 		"payout po-2: payout not found\n",

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/payoutkit/payoutkit"
@@ -94,10 +95,34 @@ func workspaceCreate(ctx context.Context, args []string, stdout, stderr io.Write
 
 // keyJSON is one row of keys list.
 type keyJSON struct {
-	Prefix     string  `json:"prefix"`
-	CreatedAt  string  `json:"created_at"`
-	RevokedAt  *string `json:"revoked_at"`
-	LastUsedAt *string `json:"last_used_at"`
+	Prefix     string   `json:"prefix"`
+	CreatedAt  string   `json:"created_at"`
+	RevokedAt  *string  `json:"revoked_at"`
+	LastUsedAt *string  `json:"last_used_at"`
+	Scopes     []string `json:"scopes"`
+	AllowIPs   []string `json:"allow_ips"`
+}
+
+// newKeyJSON is what keys create prints: the key once, with its controls.
+type newKeyJSON struct {
+	APIKey   string   `json:"api_key"`
+	Prefix   string   `json:"prefix"`
+	Scopes   []string `json:"scopes"`
+	AllowIPs []string `json:"allow_ips"`
+}
+
+// scopeStrings writes scopes as a JSON array, never null.
+func scopeStrings(scopes []payoutkit.Scope) []string {
+	out := make([]string, len(scopes))
+	for i, s := range scopes {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// splitCommas splits a flag's comma-separated list, dropping empty entries.
+func splitCommas(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' })
 }
 
 func timeOrNull(t time.Time) *string {
@@ -112,9 +137,13 @@ func keys(ctx context.Context, sub string, args []string, stdout, stderr io.Writ
 	fs := newFlagSet("keys "+sub, stderr)
 	dsn := dbFlag(fs)
 	ws := fs.String("workspace", "", "the workspace `id` (required)")
-	var prefix *string
-	if sub == "revoke" {
+	var prefix, scopes, allowIPs *string
+	switch sub {
+	case "revoke":
 		prefix = fs.String("prefix", "", "the key `prefix` to revoke (required)")
+	case "create":
+		scopes = fs.String("scopes", "orders:write,payouts:write", "what the key may write: a comma-separated `list` of orders:write and payouts:write, or read for neither")
+		allowIPs = fs.String("allow-ips", "", "the client addresses the key may be used from: a comma-separated `list` of IPv4/IPv6 addresses and CIDR ranges (default: any)")
 	}
 	if err := parseFlags(fs, args, []string{"db"}); err != nil {
 		return err
@@ -125,6 +154,17 @@ func keys(ctx context.Context, sub string, args []string, stdout, stderr io.Writ
 	if prefix != nil && *prefix == "" {
 		return usagef("keys revoke: -prefix is required")
 	}
+	var req payoutkit.CreateAPIKeyRequest
+	if sub == "create" {
+		var err error
+		if req.Scopes, err = payoutkit.ParseScopes(*scopes); err != nil {
+			return usagef("keys create: -scopes: %v", err)
+		}
+		req.AllowIPs = splitCommas(*allowIPs)
+		if _, err := payoutkit.ParseAllowIPs(req.AllowIPs); err != nil {
+			return usagef("keys create: -allow-ips: %v", err)
+		}
+	}
 	engine, done, err := adminEngine(ctx, *dsn, stderr)
 	if err != nil {
 		return err
@@ -132,11 +172,13 @@ func keys(ctx context.Context, sub string, args []string, stdout, stderr io.Writ
 	defer done()
 	switch sub {
 	case "create":
-		k, err := engine.CreateAPIKey(ctx, *ws)
+		k, err := engine.CreateAPIKeyWith(ctx, *ws, req)
 		if err != nil {
 			return err
 		}
-		return printJSON(stdout, k)
+		return printJSON(stdout, newKeyJSON{
+			APIKey: k.Key, Prefix: k.Prefix, Scopes: scopeStrings(k.Scopes), AllowIPs: payoutkit.FormatAllowIPs(k.AllowIPs),
+		})
 	case "reset":
 		k, err := engine.ResetAPIKeys(ctx, *ws)
 		if err != nil {
@@ -153,6 +195,7 @@ func keys(ctx context.Context, sub string, args []string, stdout, stderr io.Writ
 			out = append(out, keyJSON{
 				Prefix: k.Prefix, CreatedAt: k.CreatedAt.UTC().Format(time.RFC3339),
 				RevokedAt: timeOrNull(k.RevokedAt), LastUsedAt: timeOrNull(k.LastUsedAt),
+				Scopes: scopeStrings(k.Scopes), AllowIPs: payoutkit.FormatAllowIPs(k.AllowIPs),
 			})
 		}
 		return printJSON(stdout, out)

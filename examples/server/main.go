@@ -4,9 +4,12 @@
 // staff logins.
 //
 //	server [serve] [-addr :8080] [-db ./payoutkit.db] [-sandbox=true]
-//	       [-sandbox-settle-after 0] [-rate-limit 0] [-portal=true] [-log-format json]
+//	       [-sandbox-settle-after 0] [-rate-limit 0] [-trusted-proxies <CIDR,...>]
+//	       [-portal=true] [-log-format json]
 //	server workspace create -db <db> -name <name> [-webhook-url <url>] [-staff-email <email>]
-//	server keys create|reset|list -db <db> -workspace <id>
+//	server keys create -db <db> -workspace <id> [-scopes orders:write,payouts:write|read]
+//	       [-allow-ips <address or CIDR,...>]
+//	server keys reset|list -db <db> -workspace <id>
 //	server keys revoke -db <db> -workspace <id> -prefix <prefix>
 //	server webhook set -db <db> -workspace <id> -url <url>
 //	server webhook rotate-secret -db <db> -workspace <id>
@@ -94,9 +97,10 @@ func (e usageError) Error() string { return e.msg }
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
 const usage = `usage:
-  server [serve] [-addr :8080] [-db ./payoutkit.db] [-sandbox=true] [-sandbox-settle-after 0] [-rate-limit 0] [-portal=true] [-log-format json]
+  server [serve] [-addr :8080] [-db ./payoutkit.db] [-sandbox=true] [-sandbox-settle-after 0] [-rate-limit 0] [-trusted-proxies <CIDR,...>] [-portal=true] [-log-format json]
   server workspace create -db <db> -name <name> [-webhook-url <url>] [-staff-email <email>]
-  server keys create|reset|list -db <db> -workspace <id>
+  server keys create -db <db> -workspace <id> [-scopes orders:write,payouts:write|read] [-allow-ips <address or CIDR,...>]
+  server keys reset|list -db <db> -workspace <id>
   server keys revoke -db <db> -workspace <id> -prefix <prefix>
   server webhook set -db <db> -workspace <id> -url <url>
   server webhook rotate-secret -db <db> -workspace <id>

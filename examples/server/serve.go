@@ -12,6 +12,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -41,6 +42,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sandbox := fs.Bool("sandbox", true, "serve the /v1/sandbox endpoints, move no real money, and deliver webhooks to private addresses")
 	settleAfter := fs.Duration("sandbox-settle-after", 0, "complete sandbox payouts by themselves after this `duration` (0: only by hand)")
 	rateLimit := fs.Float64("rate-limit", 0, "requests per second allowed per workspace, whichever of its API keys they use (0: no limit)")
+	trustedProxies := fs.String("trusted-proxies", "", "comma-separated `CIDR` ranges (or addresses) of reverse proxies whose X-Forwarded-For names the client, for API keys' address allowlists and the failed-authentication limit (default: none; X-Forwarded-For is ignored)")
 	authFailures := fs.Int("auth-failure-limit", httpserver.DefaultAuthFailureLimit, "failed authentications allowed per minute per client address before it is answered 42900 without a key lookup (0: no limit)")
 	allowPrivate := fs.Bool("webhook-allow-private", false, "deliver webhooks to loopback and private addresses outside the sandbox too")
 	withPortal := fs.Bool("portal", true, "serve the staff portal at / beside /v1")
@@ -74,6 +76,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usagef("-pprof needs -metrics-addr")
 	}
 
+	proxies, err := parseTrustedProxies(*trustedProxies)
+	if err != nil {
+		return err
+	}
 	coins, err := loadCoins(*coinsFile)
 	if err != nil {
 		return err
@@ -140,7 +146,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	var handler http.Handler = httpserver.New(engine, httpserver.Options{
-		Logger: log, Sandbox: *sandbox, RateLimit: *rateLimit,
+		Logger: log, Sandbox: *sandbox, RateLimit: *rateLimit, TrustedProxies: proxies,
 		AuthFailureLimit: cmp.Or(*authFailures, -1), // 0 (off) is negative for httpserver
 		ObserveRequest:   m.observeRequest(),
 	})
@@ -377,4 +383,26 @@ func parseFlags(fs *flag.FlagSet, args []string, envFlags []string) error {
 // upper case with dashes as underscores.
 func envName(flagName string) string {
 	return "PAYOUTKIT_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parseTrustedProxies reads -trusted-proxies: CIDR ranges or single
+// addresses, comma-separated.
+func parseTrustedProxies(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, entry := range strings.Split(list, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(entry); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(entry)
+		if err != nil || a.Zone() != "" {
+			return nil, usagef("-trusted-proxies: %q is not a CIDR range or an IP address", entry)
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, nil
 }

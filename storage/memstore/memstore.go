@@ -129,8 +129,16 @@ func (s *Store) CreateWorkspace(_ context.Context, ws payoutkit.Workspace, staff
 		ws: ws, payouts: make(map[string]*payout), orders: make(map[string]*order), customers: make(map[string]*customer),
 	}
 	s.staff[staff.Email] = staff
+	key = cloneKey(key)
 	s.keys[key.Prefix] = &key
 	return nil
+}
+
+// cloneKey copies a key's slices, so that neither the store nor its caller
+// sees the other change them.
+func cloneKey(k payoutkit.APIKey) payoutkit.APIKey {
+	k.Scopes, k.AllowIPs = slices.Clone(k.Scopes), slices.Clone(k.AllowIPs)
+	return k
 }
 
 // Workspace implements payoutkit.WorkspaceStore.
@@ -224,6 +232,7 @@ func (s *Store) insertKey(key payoutkit.APIKey) error {
 	if _, err := s.workspace(key.WorkspaceID); err != nil {
 		return err
 	}
+	key = cloneKey(key)
 	s.keys[key.Prefix] = &key
 	return nil
 }
@@ -236,7 +245,7 @@ func (s *Store) APIKey(_ context.Context, prefix string) (payoutkit.APIKey, erro
 	if k == nil {
 		return payoutkit.APIKey{}, payoutkit.ErrNotFound
 	}
-	return *k, nil
+	return cloneKey(*k), nil
 }
 
 // APIKeyBalance implements payoutkit.KeyBalanceReader.
@@ -251,7 +260,7 @@ func (s *Store) APIKeyBalance(_ context.Context, prefix string) (payoutkit.APIKe
 	if err != nil {
 		return payoutkit.APIKey{}, payoutkit.Balance{}, err
 	}
-	return *k, w.balance, nil
+	return cloneKey(*k), w.balance, nil
 }
 
 // APIKeys implements payoutkit.KeyStore.
@@ -261,7 +270,7 @@ func (s *Store) APIKeys(_ context.Context, workspaceID string) ([]payoutkit.APIK
 	var out []payoutkit.APIKey
 	for _, k := range s.keys {
 		if k.WorkspaceID == workspaceID {
-			out = append(out, *k)
+			out = append(out, cloneKey(*k))
 		}
 	}
 	slices.SortFunc(out, func(a, b payoutkit.APIKey) int {

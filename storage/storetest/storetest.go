@@ -21,6 +21,7 @@ type Open func(t *testing.T) payoutkit.Store
 // Run runs the whole suite. Each test gets its own store from open.
 func Run(t *testing.T, open Open) {
 	t.Run("Keys", func(t *testing.T) { testKeys(t, open) })
+	t.Run("KeyControls", func(t *testing.T) { testKeyControls(t, open) })
 	t.Run("Workspaces", func(t *testing.T) { testWorkspaces(t, open) })
 	t.Run("Payouts", func(t *testing.T) { testPayouts(t, open) })
 	t.Run("Orders", func(t *testing.T) { testOrders(t, open) })
