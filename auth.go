@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net/mail"
+	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,7 +35,8 @@ type StaffUser struct {
 }
 
 // APIKey is a stored API key: its public prefix and the SHA-256 of the whole
-// key. The key itself is never stored.
+// key, with the controls that limit what a leaked key can do. The key itself
+// is never stored.
 type APIKey struct {
 	Prefix      string
 	WorkspaceID string
@@ -41,15 +44,27 @@ type APIKey struct {
 	CreatedAt   time.Time
 	RevokedAt   time.Time // zero while active
 	LastUsedAt  time.Time // zero until first used
+	// Scopes are the writes the key may make, sorted and without
+	// duplicates; none means read-only.
+	Scopes []Scope
+	// AllowIPs are the client address ranges the key may be used from,
+	// masked to their network; none means any address.
+	AllowIPs []netip.Prefix
 }
 
 // Active reports whether the key may still authenticate.
 func (k APIKey) Active() bool { return k.RevokedAt.IsZero() }
 
-// Principal is who an authenticated API request acts for.
+// Principal is who an authenticated API request acts for, with what its
+// key may do: Require refuses a write outside Scopes.
 type Principal struct {
 	WorkspaceID string
 	KeyPrefix   string
+	// Scopes are the key's scopes (APIKey.Scopes).
+	Scopes []Scope
+	// AllowIPs is the key's address allowlist (APIKey.AllowIPs), which
+	// Authenticate has already checked.
+	AllowIPs []netip.Prefix
 }
 
 // NewKey is a freshly made API key. Key is the plain key: show it once and
@@ -57,6 +72,10 @@ type Principal struct {
 type NewKey struct {
 	Key    string `json:"api_key"`
 	Prefix string `json:"prefix"`
+	// Scopes and AllowIPs are the key's controls as stored. They are left
+	// out of its JSON, whose members the contract fixes per command.
+	Scopes   []Scope        `json:"-"`
+	AllowIPs []netip.Prefix `json:"-"`
 }
 
 // API keys look like sk_<8 prefix characters>_<32 secret characters>.
@@ -71,19 +90,24 @@ const (
 // authentication stays a read on the hot path.
 const keyTouchInterval = time.Minute
 
-func (e *Engine) newAPIKey(workspaceID string) (NewKey, APIKey) {
+// newAPIKey makes a key with the given controls, already checked.
+func (e *Engine) newAPIKey(workspaceID string, scopes []Scope, allowIPs []netip.Prefix) (NewKey, APIKey) {
 	prefix := randomBase62(keyPrefixLen)
 	plain := keyScheme + prefix + "_" + randomBase62(keySecretLen)
-	return NewKey{Key: plain, Prefix: prefix}, APIKey{
+	return NewKey{Key: plain, Prefix: prefix, Scopes: slices.Clone(scopes), AllowIPs: slices.Clone(allowIPs)}, APIKey{
 		Prefix: prefix, WorkspaceID: workspaceID, Hash: sha256.Sum256([]byte(plain)), CreatedAt: e.clock(),
+		Scopes: slices.Clone(scopes), AllowIPs: slices.Clone(allowIPs),
 	}
 }
 
 // Authenticate resolves an Authorization header value ("Bearer <key>", the
 // scheme word in any case, or the bare key) to the workspace of an active
-// key. Anything else is ErrUnauthorized.
-func (e *Engine) Authenticate(ctx context.Context, authorization string) (Principal, error) {
-	return e.authenticate(ctx, authorization, e.store.APIKey)
+// key; anything else is ErrUnauthorized. client is the address the request
+// came from: a confirmed key whose allowlist does not hold it is
+// ErrForbidden (a key with an allowlist is refused for an invalid, unknown,
+// client address; one without takes any).
+func (e *Engine) Authenticate(ctx context.Context, authorization string, client netip.Addr) (Principal, error) {
+	return e.authenticate(ctx, authorization, client, e.store.APIKey)
 }
 
 // KeyBalanceReader reads an API key together with its workspace's balance
@@ -100,9 +124,9 @@ type KeyBalanceReader interface {
 // checked on every call, so a revoked key fails at once on every instance,
 // and a balance read costs one round trip instead of two. The balance is
 // returned only with a nil error.
-func (e *Engine) AuthenticateBalance(ctx context.Context, authorization string) (Principal, Balance, error) {
+func (e *Engine) AuthenticateBalance(ctx context.Context, authorization string, client netip.Addr) (Principal, Balance, error) {
 	var b Balance
-	p, err := e.authenticate(ctx, authorization, func(ctx context.Context, prefix string) (APIKey, error) {
+	p, err := e.authenticate(ctx, authorization, client, func(ctx context.Context, prefix string) (APIKey, error) {
 		var key APIKey
 		var err error
 		key, b, err = e.store.APIKeyBalance(ctx, prefix)
@@ -114,8 +138,11 @@ func (e *Engine) AuthenticateBalance(ctx context.Context, authorization string) 
 	return p, b, nil
 }
 
-// authenticate checks authorization against the key that load reads.
-func (e *Engine) authenticate(ctx context.Context, authorization string, load func(ctx context.Context, prefix string) (APIKey, error)) (Principal, error) {
+// authenticate checks authorization against the key that load reads, then
+// the key's allowlist against client: a bad key is 40100 whatever the
+// address, and a refused address changes nothing (not even the key's last
+// use).
+func (e *Engine) authenticate(ctx context.Context, authorization string, client netip.Addr, load func(ctx context.Context, prefix string) (APIKey, error)) (Principal, error) {
 	plain, ok := keyFromHeader(authorization)
 	if !ok {
 		return Principal{}, newError(ErrUnauthorized, "missing or malformed API key")
@@ -131,12 +158,25 @@ func (e *Engine) authenticate(ctx context.Context, authorization string, load fu
 	if subtle.ConstantTimeCompare(sum[:], key.Hash[:]) != 1 || !key.Active() {
 		return Principal{}, newError(ErrUnauthorized, "invalid API key")
 	}
+	if !allowsAddr(key.AllowIPs, client) {
+		return Principal{}, errForbidden(addrRefusal(client))
+	}
 	if now := e.clock(); now.Sub(key.LastUsedAt) >= keyTouchInterval {
 		if err := e.store.TouchAPIKey(ctx, prefix, now); err != nil {
 			e.log.WarnContext(ctx, "recording API key use", "prefix", prefix, "err", err)
 		}
 	}
-	return Principal{WorkspaceID: key.WorkspaceID, KeyPrefix: prefix}, nil
+	return Principal{WorkspaceID: key.WorkspaceID, KeyPrefix: prefix, Scopes: key.Scopes, AllowIPs: key.AllowIPs}, nil
+}
+
+// addrRefusal is the message of a key used from an address its allowlist
+// refuses; it names the address as the engine saw it, so that a caller
+// behind a proxy can see which address was judged.
+func addrRefusal(client netip.Addr) string {
+	if !client.IsValid() {
+		return "this API key is not allowed from an unknown address"
+	}
+	return "this API key is not allowed from the address " + client.Unmap().WithZone("").String()
 }
 
 // keyFromHeader extracts a well-formed key from an Authorization value.
@@ -253,7 +293,7 @@ func (e *Engine) createWorkspace(ctx context.Context, id string, req CreateWorks
 		return NewWorkspace{}, fmt.Errorf("hashing staff password: %w", err)
 	}
 	staff := StaffUser{WorkspaceID: ws.ID, Email: email, PasswordHash: string(hash), CreatedAt: now}
-	plain, key := e.newAPIKey(ws.ID)
+	plain, key := e.newAPIKey(ws.ID, AllScopes(), nil)
 	if err := e.store.CreateWorkspace(ctx, stored, staff, key); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return NewWorkspace{}, invalidField("staff_email", "is already in use")
@@ -282,13 +322,25 @@ func (e *Engine) checkPassword(ctx context.Context, email, password string) (Sta
 	return u, nil
 }
 
-// CreateAPIKey adds an API key to the workspace and returns it once.
+// CreateAPIKey adds an API key with every scope and no address allowlist
+// to the workspace and returns it once.
 func (e *Engine) CreateAPIKey(ctx context.Context, workspaceID string) (NewKey, error) {
+	return e.CreateAPIKeyWith(ctx, workspaceID, CreateAPIKeyRequest{})
+}
+
+// CreateAPIKeyWith adds an API key with the scopes and address allowlist of
+// req to the workspace and returns it once, with those controls as stored.
+// Invalid controls are a 40000 naming "scopes" or "allow_ips".
+func (e *Engine) CreateAPIKeyWith(ctx context.Context, workspaceID string, req CreateAPIKeyRequest) (NewKey, error) {
+	scopes, ips, err := req.check()
+	if err != nil {
+		return NewKey{}, err
+	}
 	if _, err := e.workspace(ctx, workspaceID); err != nil {
 		return NewKey{}, err
 	}
 	return retryPrefix(func() (NewKey, error) {
-		plain, key := e.newAPIKey(workspaceID)
+		plain, key := e.newAPIKey(workspaceID, scopes, ips)
 		return plain, e.store.InsertAPIKey(ctx, key)
 	})
 }
@@ -328,13 +380,13 @@ func (e *Engine) RevokeAPIKey(ctx context.Context, workspaceID, prefix string) (
 }
 
 // ResetAPIKeys revokes every active key of the workspace and returns one new
-// key, atomically.
+// key, with every scope and no address allowlist, atomically.
 func (e *Engine) ResetAPIKeys(ctx context.Context, workspaceID string) (NewKey, error) {
 	if _, err := e.workspace(ctx, workspaceID); err != nil {
 		return NewKey{}, err
 	}
 	return retryPrefix(func() (NewKey, error) {
-		plain, key := e.newAPIKey(workspaceID)
+		plain, key := e.newAPIKey(workspaceID, AllScopes(), nil)
 		_, err := e.store.ResetAPIKeys(ctx, key)
 		return plain, err
 	})

@@ -297,6 +297,9 @@ func TestNoWebhookURL(t *testing.T) {
 	if old.State != payoutkit.DeliveryFailed || old.LastError != payoutkit.NoWebhookURLError {
 		t.Fatalf("event without a URL: %+v", old.EventDelivery)
 	}
+	if st := old.EventState(); st != payoutkit.EventStateNotSent {
+		t.Fatalf("event without a URL shown %q; want not_sent", st)
+	}
 	e.start(payoutkit.DeliveryConfig{})
 	r := newReceiver(t)
 	r.setSecret(ws.WebhookSecret)
@@ -334,6 +337,10 @@ func TestNoWebhookURL(t *testing.T) {
 	if a := e.waitAttempts(ws.ID, old.ID, 1); a[0].StatusCode != 200 {
 		t.Fatalf("resent attempt %+v", a[0])
 	}
+	waitFor(t, "the resent event to be delivered", func() bool {
+		ev, err := e.store.Event(e.ctx, ws.ID, old.ID)
+		return err == nil && ev.EventState() == payoutkit.EventStateDelivered
+	})
 
 	// The URL removed while an event waits for its retry: the retry gives
 	// up at once instead of running the schedule.
@@ -353,6 +360,9 @@ func TestNoWebhookURL(t *testing.T) {
 	a := e.attempts(ws.ID, pending.ID)
 	if last := a[len(a)-1]; len(a) < 2 || a[0].StatusCode != 500 || last.Error != payoutkit.NoWebhookURLError || last.StatusCode != 0 {
 		t.Fatalf("attempts after the URL was removed: %+v", a)
+	}
+	if ev, _ := e.store.Event(e.ctx, ws.ID, pending.ID); ev.EventState() != payoutkit.EventStateNotSent {
+		t.Fatalf("event given up on after the URL was removed shown %q; want not_sent", ev.EventState())
 	}
 	e.clock.Advance(48 * time.Hour)
 	time.Sleep(20 * time.Millisecond)

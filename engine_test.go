@@ -3,6 +3,7 @@ package payoutkit_test
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -122,7 +123,7 @@ func FuzzAuthenticate(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, h string) {
-		p, err := eng.Authenticate(context.Background(), h)
+		p, err := eng.Authenticate(context.Background(), h, netip.Addr{})
 		if err != nil {
 			if !errors.Is(err, payoutkit.ErrUnauthorized) {
 				t.Fatalf("Authenticate(%q) = %v; want ErrUnauthorized", h, err)
@@ -186,14 +187,14 @@ func TestAuthenticateBalanceThroughWrappedStore(t *testing.T) {
 	if _, err := eng.MarkOrderPaid(ctx, nw.Workspace.ID, o.OrderID); err != nil {
 		t.Fatal(err)
 	}
-	p, b, err := eng.AuthenticateBalance(ctx, "Bearer "+nw.APIKey.Key)
+	p, b, err := eng.AuthenticateBalance(ctx, "Bearer "+nw.APIKey.Key, netip.Addr{})
 	if err != nil || p.WorkspaceID != nw.Workspace.ID || b.Available.String() != "7.50" {
 		t.Fatalf("AuthenticateBalance = %+v, %+v, %v; want the workspace with 7.50 available", p, b, err)
 	}
 	if _, err := eng.RevokeAPIKey(ctx, nw.Workspace.ID, nw.APIKey.Prefix); err != nil {
 		t.Fatal(err)
 	}
-	if _, b, err := eng.AuthenticateBalance(ctx, "Bearer "+nw.APIKey.Key); !errors.Is(err, payoutkit.ErrUnauthorized) || b != (payoutkit.Balance{}) {
+	if _, b, err := eng.AuthenticateBalance(ctx, "Bearer "+nw.APIKey.Key, netip.Addr{}); !errors.Is(err, payoutkit.ErrUnauthorized) || b != (payoutkit.Balance{}) {
 		t.Fatalf("revoked key: %+v, %v; want ErrUnauthorized and no balance", b, err)
 	}
 }

@@ -19,8 +19,10 @@ func TestErrorKinds(t *testing.T) {
 		{errConflict("taken"), []error{ErrConflict}, CodeConflict},
 		{newError(ErrUnauthorized, "invalid API key"), []error{ErrUnauthorized}, CodeUnauthorized},
 		{fmt.Errorf("wrapped: %w", errNotFound("order")), []error{ErrNotFound}, CodeNotFound},
+		{errForbidden("this API key lacks the payouts:write scope"), []error{ErrForbidden}, CodeForbidden},
+		{NewError(CodeForbidden, "this API key lacks the payouts:write scope", nil), []error{ErrForbidden}, CodeForbidden},
 	}
-	all := []error{ErrInvalidInput, ErrInsufficientBalance, ErrUnauthorized, ErrNotFound, ErrConflict}
+	all := []error{ErrInvalidInput, ErrInsufficientBalance, ErrUnauthorized, ErrForbidden, ErrNotFound, ErrConflict}
 	for _, c := range cases {
 		for _, s := range all {
 			want := false

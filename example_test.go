@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net/netip"
 
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/storage/memstore"
@@ -74,14 +75,37 @@ func ExampleEngine_Authenticate() {
 	eng, _ := payoutkit.New(memstore.New(), nil)
 	nw, _ := eng.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Acme"})
 
-	p, err := eng.Authenticate(ctx, "Bearer "+nw.APIKey.Key)
+	client := netip.MustParseAddr("203.0.113.7")
+
+	p, err := eng.Authenticate(ctx, "Bearer "+nw.APIKey.Key, client)
 	fmt.Println(p.WorkspaceID == nw.Workspace.ID, err)
 
-	_, err = eng.Authenticate(ctx, "Bearer sk_not_a_key")
+	_, err = eng.Authenticate(ctx, "Bearer sk_not_a_key", client)
 	fmt.Println(payoutkit.CodeOf(err), err)
 	// Output:
 	// true <nil>
 	// 40100 missing or malformed API key
+}
+
+// A key for a back office that only reads, from one network: it may not
+// create payouts, nor be used from anywhere else.
+func ExampleEngine_CreateAPIKeyWith() {
+	ctx := context.Background()
+	eng, _ := payoutkit.New(memstore.New(), nil)
+	nw, _ := eng.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Acme"})
+
+	scopes, _ := payoutkit.ParseScopes("read")
+	k, _ := eng.CreateAPIKeyWith(ctx, nw.Workspace.ID, payoutkit.CreateAPIKeyRequest{
+		Scopes: scopes, AllowIPs: []string{"10.0.0.0/8"},
+	})
+	p, err := eng.Authenticate(ctx, "Bearer "+k.Key, netip.MustParseAddr("10.1.2.3"))
+	fmt.Println(err, p.Require(payoutkit.ScopePayoutsWrite))
+
+	_, err = eng.Authenticate(ctx, "Bearer "+k.Key, netip.MustParseAddr("203.0.113.7"))
+	fmt.Println(payoutkit.CodeOf(err), err)
+	// Output:
+	// <nil> this API key lacks the payouts:write scope
+	// 40300 this API key is not allowed from the address 203.0.113.7
 }
 
 // Listing payouts newest first, one page at a time: each page's NextCursor,

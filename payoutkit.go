@@ -70,6 +70,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -92,13 +93,15 @@ type Service interface {
 	Order(ctx context.Context, workspaceID, orderID string) (Order, error)
 	MarkOrderPaid(ctx context.Context, workspaceID, orderID string) (Order, error)
 	ListOrders(ctx context.Context, workspaceID string, req ListOrdersRequest) (List[Order], error)
-	Authenticate(ctx context.Context, authorization string) (Principal, error)
+	// Authenticate resolves an Authorization header value, used from the
+	// client address, to the key's principal (see Engine.Authenticate).
+	Authenticate(ctx context.Context, authorization string, client netip.Addr) (Principal, error)
 	// AuthenticateBalance is Authenticate followed by Balance of the key's
 	// workspace, which the engine reads together in one query; GET
 	// /v1/balance calls it alone. A wrapper that changes Balance or
 	// Authenticate changes it too, and one that embeds *Engine keeps the
 	// one-query read.
-	AuthenticateBalance(ctx context.Context, authorization string) (Principal, Balance, error)
+	AuthenticateBalance(ctx context.Context, authorization string, client netip.Addr) (Principal, Balance, error)
 }
 
 // Config configures an Engine. The zero value is usable.

@@ -49,3 +49,44 @@ func TestSignInIsThrottled(t *testing.T) {
 		t.Fatalf("SignIn after 2 failures: %v", err)
 	}
 }
+
+// ResetStaffPassword gives a login a new password, returned once, and ends
+// every session of theirs; the old password no longer signs in. A login of
+// another workspace, or none, is ErrNotFound.
+func TestResetStaffPassword(t *testing.T) {
+	eng := newEngine(t, nil)
+	ctx := context.Background()
+	nw, err := eng.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Acme", StaffEmail: "ops@example.com", StaffPassword: "correct horse battery"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := eng.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := eng.SignInSession(ctx, "ops@example.com", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ ws, email string }{{other.Workspace.ID, "ops@example.com"}, {nw.Workspace.ID, "nobody@example.com"}, {"ws_nope", "ops@example.com"}} {
+		if _, err := eng.ResetStaffPassword(ctx, c.ws, c.email); !errors.Is(err, payoutkit.ErrNotFound) {
+			t.Fatalf("ResetStaffPassword(%s, %s) = %v; want ErrNotFound", c.ws, c.email, err)
+		}
+	}
+	if _, err := eng.StaffSession(ctx, sess.Token); err != nil {
+		t.Fatalf("a refused reset ended the session: %v", err)
+	}
+	ns, err := eng.ResetStaffPassword(ctx, nw.Workspace.ID, "Ops@Example.com")
+	if err != nil || ns.Email != "ops@example.com" || len(ns.Password) < 20 {
+		t.Fatalf("ResetStaffPassword = %+v, %v", ns, err)
+	}
+	if _, err := eng.StaffSession(ctx, sess.Token); !errors.Is(err, payoutkit.ErrUnauthorized) {
+		t.Fatalf("the session after a reset: %v; want it ended", err)
+	}
+	if _, err := eng.SignIn(ctx, "ops@example.com", "correct horse battery"); !errors.Is(err, payoutkit.ErrUnauthorized) {
+		t.Fatalf("the old password after a reset: %v", err)
+	}
+	if u, err := eng.SignIn(ctx, "ops@example.com", ns.Password); err != nil || u.WorkspaceID != nw.Workspace.ID {
+		t.Fatalf("the new password: %+v, %v", u, err)
+	}
+}

@@ -222,6 +222,34 @@ func (e *Engine) RemoveStaff(ctx context.Context, workspaceID, email string) (in
 	return e.store.DeleteStaffUser(ctx, workspaceID, strings.ToLower(email))
 }
 
+// ResetStaffPassword gives the workspace's staff login with the given
+// e-mail a new random password, returned once, and ends every session of
+// theirs on every instance, for an operator whose staff member lost the
+// password. An unknown workspace or login is ErrNotFound.
+func (e *Engine) ResetStaffPassword(ctx context.Context, workspaceID, email string) (NewStaff, error) {
+	email = strings.ToLower(email)
+	if _, err := e.workspace(ctx, workspaceID); err != nil {
+		return NewStaff{}, err
+	}
+	u, err := e.store.StaffUser(ctx, email)
+	if errors.Is(err, ErrNotFound) || err == nil && u.WorkspaceID != workspaceID {
+		return NewStaff{}, errNotFound("staff user")
+	} else if err != nil {
+		return NewStaff{}, err
+	}
+	password := randomBase62(20)
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), e.pwCost)
+	if err != nil {
+		return NewStaff{}, fmt.Errorf("hashing staff password: %w", err)
+	}
+	if err := e.store.SetStaffPassword(ctx, email, string(hash), [32]byte{}); errors.Is(err, ErrNotFound) {
+		return NewStaff{}, errNotFound("staff user") // removed meanwhile
+	} else if err != nil {
+		return NewStaff{}, err
+	}
+	return NewStaff{Email: email, Password: password}, nil
+}
+
 // ChangePassword replaces the session's staff user's password after
 // checking the current one, and ends every other session of theirs. A wrong
 // current password is a 40000 on current_password; a new one must have

@@ -154,7 +154,8 @@ type LedgerStore interface {
 // Outbox holds events until they are delivered. Events enter it only through
 // the money-moving methods above, in the same transaction as their change;
 // an event of a workspace that has no webhook URL at that moment enters it
-// failed, with NoWebhookURLError, and is never claimed unless resent.
+// failed, with NoWebhookURLError (shown as EventStateNotSent), and is never
+// claimed unless resent.
 type Outbox interface {
 	// ClaimEvents leases up to limit events that are due (pending, next attempt
 	// at or before now, no live lease) to owner until leaseUntil: the soonest
@@ -189,8 +190,8 @@ type Outbox interface {
 	// workspaces, and returns how many it deleted. Failed and pending events
 	// are kept, as are payouts, orders and the ledger.
 	PruneEvents(ctx context.Context, before time.Time, limit int) (int, error)
-	// OutboxHealth counts the events per delivery state and finds the
-	// oldest pending one, across workspaces.
+	// OutboxHealth counts the events per EventState and finds the oldest
+	// pending one, across workspaces, in one consistent read.
 	OutboxHealth(ctx context.Context) (OutboxHealth, error)
 }
 
@@ -236,9 +237,17 @@ type ControlStore interface {
 	SecurityLog(ctx context.Context, workspaceID string, page PageRequest) (Page[SecurityLogEntry], error)
 }
 
-// OutboxHealth is the state of the outbox, for audits and operators.
+// OutboxHealth is the state of the outbox, for audits and operators. Each
+// event is counted once, in the field of its EventState.
 type OutboxHealth struct {
-	Pending, Delivered, Failed int64
+	Pending, Delivered int64
+	// Failed counts the events given up on (EventStateFailed); it leaves out
+	// the ones never sent for want of a webhook URL, so that an alert on it
+	// speaks of receivers alone.
+	Failed int64
+	// NotSent counts the events not sent because their workspace had no
+	// webhook URL (EventStateNotSent).
+	NotSent int64
 	// OldestPending is when the oldest pending event was recorded; zero
 	// when none is pending.
 	OldestPending time.Time

@@ -40,8 +40,27 @@ const (
 // NoWebhookURLError is the LastError of an event recorded while its
 // workspace had no webhook URL. Such an event is kept, failed, and never
 // attempted, so that setting a URL later does not send it; a resend does
-// (contract, section 5).
+// (contract, section 5). It is also the error of an event due while its
+// workspace had no URL (one resent, or waiting for a retry when the URL was
+// removed). EventDelivery.EventState shows such events as EventStateNotSent.
 const NoWebhookURLError = "not sent: the workspace had no webhook URL"
+
+// EventState is where an event stands as staff and operators see it: its
+// stored DeliveryState, except that a failed event left unsent for want of
+// a webhook URL is EventStateNotSent. No receiver refused such an event, so
+// it is neither shown nor counted as a failure.
+type EventState string
+
+// The states EventDelivery.EventState returns.
+const (
+	EventStatePending   EventState = "pending"
+	EventStateDelivered EventState = "delivered"
+	EventStateFailed    EventState = "failed"
+	// EventStateNotSent is a failed event whose workspace had no webhook
+	// URL when it was recorded or came due: it was not sent, and is not
+	// until it is resent.
+	EventStateNotSent EventState = "not_sent"
+)
 
 // Event is a recorded change, with its webhook delivery state.
 type Event struct {
@@ -64,6 +83,18 @@ type EventDelivery struct {
 	Attempts      int
 	NextAttemptAt time.Time
 	LastError     string
+}
+
+// EventState returns the state the event is shown and counted in:
+// EventStateNotSent for a failed event whose LastError is NoWebhookURLError,
+// otherwise its State. It is derived from what every store keeps, so that
+// no store needs another stored state, and a resend makes such an event
+// pending like any failed one.
+func (d EventDelivery) EventState() EventState {
+	if d.State == DeliveryFailed && d.LastError == NoWebhookURLError {
+		return EventStateNotSent
+	}
+	return EventState(d.State)
 }
 
 // DeliveryAttempt is one try at delivering an event, for the delivery log.

@@ -59,3 +59,25 @@ func ExampleVerifySignature() {
 	fmt.Println(ev.ID, ev.Type)
 	// Output: evt_1 payout.completed
 }
+
+// An event shows as not sent only when it failed for want of a webhook URL;
+// every other event shows its stored state.
+func TestEventState(t *testing.T) {
+	for _, c := range []struct {
+		d    payoutkit.EventDelivery
+		want payoutkit.EventState
+	}{
+		{payoutkit.EventDelivery{State: payoutkit.DeliveryPending}, payoutkit.EventStatePending},
+		{payoutkit.EventDelivery{State: payoutkit.DeliveryPending, Attempts: 1, LastError: payoutkit.NoWebhookURLError}, payoutkit.EventStatePending},
+		{payoutkit.EventDelivery{State: payoutkit.DeliveryDelivered, Attempts: 1}, payoutkit.EventStateDelivered},
+		{payoutkit.EventDelivery{State: payoutkit.DeliveryDelivered, Attempts: 2, LastError: payoutkit.NoWebhookURLError}, payoutkit.EventStateDelivered},
+		{payoutkit.EventDelivery{State: payoutkit.DeliveryFailed, Attempts: 9, LastError: "connection refused"}, payoutkit.EventStateFailed},
+		{payoutkit.EventDelivery{State: payoutkit.DeliveryFailed, Attempts: 1}, payoutkit.EventStateFailed},
+		{payoutkit.EventDelivery{State: payoutkit.DeliveryFailed, LastError: payoutkit.NoWebhookURLError}, payoutkit.EventStateNotSent},
+		{payoutkit.EventDelivery{State: payoutkit.DeliveryFailed, Attempts: 1, LastError: payoutkit.NoWebhookURLError}, payoutkit.EventStateNotSent},
+	} {
+		if got := c.d.EventState(); got != c.want {
+			t.Errorf("%+v: EventState %q; want %q", c.d, got, c.want)
+		}
+	}
+}

@@ -9,6 +9,7 @@
 //	case errors.Is(err, payoutkit.ErrInsufficientBalance): // top the balance up
 //	case errors.Is(err, payoutkit.ErrConflict):            // payout_id used with other values
 //	case errors.Is(err, payoutkit.ErrInvalidInput):        // see err.(*payoutkit.Error).Fields
+//	case errors.Is(err, payoutkit.ErrForbidden):           // the key lacks the scope, or its allowlist refuses this address
 //	}
 //
 // Creates are idempotent by payout_id and order_id, so a create whose outcome

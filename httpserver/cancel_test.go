@@ -3,6 +3,7 @@ package httpserver_test
 import (
 	"context"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -24,8 +25,8 @@ func (h hangingBalance) Balance(ctx context.Context, _ string) (payoutkit.Balanc
 	return payoutkit.Balance{}, ctx.Err()
 }
 
-func (h hangingBalance) AuthenticateBalance(ctx context.Context, authorization string) (payoutkit.Principal, payoutkit.Balance, error) {
-	p, err := h.Authenticate(ctx, authorization)
+func (h hangingBalance) AuthenticateBalance(ctx context.Context, authorization string, client netip.Addr) (payoutkit.Principal, payoutkit.Balance, error) {
+	p, err := h.Authenticate(ctx, authorization, client)
 	if err != nil {
 		return payoutkit.Principal{}, payoutkit.Balance{}, err
 	}

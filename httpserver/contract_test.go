@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -417,15 +418,15 @@ type panicky struct {
 	secret string
 }
 
-func (panicky) Authenticate(context.Context, string) (payoutkit.Principal, error) {
-	return payoutkit.Principal{WorkspaceID: "ws_x", KeyPrefix: "AAAAAAAA"}, nil
+func (panicky) Authenticate(context.Context, string, netip.Addr) (payoutkit.Principal, error) {
+	return payoutkit.Principal{WorkspaceID: "ws_x", KeyPrefix: "AAAAAAAA", Scopes: payoutkit.AllScopes()}, nil
 }
 
 func (p panicky) Balance(context.Context, string) (payoutkit.Balance, error) {
 	panic("boom " + p.secret)
 }
 
-func (p panicky) AuthenticateBalance(context.Context, string) (payoutkit.Principal, payoutkit.Balance, error) {
+func (p panicky) AuthenticateBalance(context.Context, string, netip.Addr) (payoutkit.Principal, payoutkit.Balance, error) {
 	panic("boom " + p.secret)
 }
 

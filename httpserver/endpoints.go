@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"net/netip"
 
 	"github.com/payoutkit/payoutkit"
 )
@@ -13,19 +14,25 @@ import (
 // endpoint is an authenticated endpoint.
 type endpoint func(w http.ResponseWriter, r *http.Request, p payoutkit.Principal) error
 
+// readOnly is the scope of an endpoint that only reads: none.
+const readOnly payoutkit.Scope = ""
+
 // auth authenticates the request by its Authorization header alone (a
-// cookie never authenticates on /v1), applies the rate limit of the
-// workspace, and calls next. A client address with too many failed
-// authentications is refused first, without asking the service.
-func (h *Handler) auth(next endpoint) func(http.ResponseWriter, *http.Request) error {
-	return h.authWith(h.svc.Authenticate, next)
+// cookie never authenticates on /v1) from its client address, requires
+// scope of the key (unless readOnly) before the body is read, applies the
+// rate limit of the workspace, and calls next. A client address with too
+// many failed authentications is refused first, without asking the
+// service.
+func (h *Handler) auth(scope payoutkit.Scope, next endpoint) func(http.ResponseWriter, *http.Request) error {
+	return h.authWith(h.svc.Authenticate, scope, next)
 }
 
-// verifier resolves an Authorization header value to a principal.
-type verifier func(ctx context.Context, authorization string) (payoutkit.Principal, error)
+// verifier resolves an Authorization header value, used from a client
+// address, to a principal.
+type verifier func(ctx context.Context, authorization string, client netip.Addr) (payoutkit.Principal, error)
 
 // authWith is auth with the key checked by verify.
-func (h *Handler) authWith(verify verifier, next endpoint) func(http.ResponseWriter, *http.Request) error {
+func (h *Handler) authWith(verify verifier, scope payoutkit.Scope, next endpoint) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		var client string
 		if h.failures != nil {
@@ -46,6 +53,11 @@ func (h *Handler) authWith(verify verifier, next endpoint) func(http.ResponseWri
 			return err
 		}
 		info(r).principal = p
+		if scope != readOnly {
+			if err := p.Require(scope); err != nil {
+				return err
+			}
+		}
 		if h.limiter != nil {
 			if ok, wait := h.limiter.allow(p.WorkspaceID); !ok {
 				return &rateLimited{retryAfter: wait}
@@ -67,7 +79,22 @@ func (h *Handler) authenticate(r *http.Request, verify verifier) (payoutkit.Prin
 	case len(values) > 1:
 		return payoutkit.Principal{}, errorf(payoutkit.CodeUnauthorized, "more than one Authorization header")
 	}
-	return verify(r.Context(), values[0])
+	return verify(r.Context(), values[0], h.clientAddr(r))
+}
+
+// clientAddr is the request's client address (ClientAddr over the trusted
+// proxies).
+func (h *Handler) clientAddr(r *http.Request) netip.Addr {
+	return ClientAddr(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), h.trusted)
+}
+
+// clientHost is the default Options.ClientAddress: clientAddr as text, or
+// the host of r.RemoteAddr when the address is unknown.
+func (h *Handler) clientHost(r *http.Request) string {
+	if a := h.clientAddr(r); a.IsValid() {
+		return a.String()
+	}
+	return remoteHost(r)
 }
 
 func (h *Handler) createPayout(w http.ResponseWriter, r *http.Request, p payoutkit.Principal) error {
@@ -114,12 +141,12 @@ func (h *Handler) payoutInfo(w http.ResponseWriter, r *http.Request, p payoutkit
 func (h *Handler) balanceRoute() func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		var b payoutkit.Balance
-		verify := func(ctx context.Context, authorization string) (payoutkit.Principal, error) {
-			p, bal, err := h.svc.AuthenticateBalance(ctx, authorization)
+		verify := func(ctx context.Context, authorization string, client netip.Addr) (payoutkit.Principal, error) {
+			p, bal, err := h.svc.AuthenticateBalance(ctx, authorization, client)
 			b = bal
 			return p, err
 		}
-		return h.authWith(verify, func(w http.ResponseWriter, _ *http.Request, _ payoutkit.Principal) error {
+		return h.authWith(verify, readOnly, func(w http.ResponseWriter, _ *http.Request, _ payoutkit.Principal) error {
 			return writeOK(w, b)
 		})(w, r)
 	}

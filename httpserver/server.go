@@ -13,6 +13,7 @@ import (
 	_ "embed"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -65,11 +66,20 @@ type Options struct {
 	// failure is the oldest. Defaults to DefaultAuthFailureAddresses (16384).
 	AuthFailureAddresses int
 	// ClientAddress returns a request's client address for
-	// AuthFailureLimit. Defaults to the host of r.RemoteAddr. Behind a
-	// reverse proxy every client has the proxy's address: return the one
-	// the proxy reports (from a header only the proxy can set), or turn the
+	// AuthFailureLimit. Defaults to the address an API key's allowlist
+	// judges (ClientAddr over TrustedProxies): the host of r.RemoteAddr
+	// unless TrustedProxies holds it. Behind a reverse proxy every client
+	// has the proxy's address: set TrustedProxies, return the address the
+	// proxy reports (from a header only the proxy can set), or turn the
 	// limit off.
 	ClientAddress func(r *http.Request) string
+	// TrustedProxies are the address ranges of the reverse proxies in
+	// front of the handler, whose X-Forwarded-For header names the client
+	// (see ClientAddr). The client address decides what an API key's
+	// address allowlist lets through, so a range here must hold only
+	// proxies that set that header themselves. Defaults to none: the client
+	// is the TCP peer, and X-Forwarded-For is ignored.
+	TrustedProxies []netip.Prefix
 	// Now is the clock of the rate limiters. Defaults to time.Now.
 	Now func() time.Time
 	// ObserveRequest, when set, is called once per request after its
@@ -95,7 +105,9 @@ type Handler struct {
 	// when off.
 	failures *failureLimiter
 	client   func(*http.Request) string
-	observe  func(route string, code payoutkit.Code, d time.Duration)
+	// trusted are Options.TrustedProxies.
+	trusted []netip.Prefix
+	observe func(route string, code payoutkit.Code, d time.Duration)
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -108,7 +120,8 @@ func New(svc payoutkit.Service, opts Options) *Handler {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	h := &Handler{svc: svc, log: opts.Logger, mux: http.NewServeMux(), allow: make(map[string][]string), observe: opts.ObserveRequest}
+	h := &Handler{svc: svc, log: opts.Logger, mux: http.NewServeMux(), allow: make(map[string][]string), observe: opts.ObserveRequest,
+		trusted: slices.Clone(opts.TrustedProxies)}
 	if opts.RateLimit > 0 {
 		h.limiter = newLimiter(opts.RateLimit, opts.RateBurst, opts.Now)
 	}
@@ -119,22 +132,22 @@ func New(svc payoutkit.Service, opts Options) *Handler {
 			cmp.Or(max(opts.AuthFailureAddresses, 0), DefaultAuthFailureAddresses), opts.Now)
 		h.client = opts.ClientAddress
 		if h.client == nil {
-			h.client = remoteHost
+			h.client = h.clientHost
 		}
 	}
 	h.route("GET /v1/openapi.yaml", h.openAPI)
-	h.route("POST /v1/payouts", h.auth(h.createPayout))
-	h.route("POST /v1/payouts/info", h.auth(h.payoutInfo))
-	h.route("POST /v1/payouts/list", h.auth(h.listPayouts))
+	h.route("POST /v1/payouts", h.auth(payoutkit.ScopePayoutsWrite, h.createPayout))
+	h.route("POST /v1/payouts/info", h.auth(readOnly, h.payoutInfo))
+	h.route("POST /v1/payouts/list", h.auth(readOnly, h.listPayouts))
 	h.route("GET /v1/balance", h.balanceRoute())
-	h.route("GET /v1/coins", h.auth(h.coins))
-	h.route("POST /v1/orders", h.auth(h.createOrder))
-	h.route("POST /v1/orders/info", h.auth(h.orderInfo))
-	h.route("POST /v1/orders/list", h.auth(h.listOrders))
+	h.route("GET /v1/coins", h.auth(readOnly, h.coins))
+	h.route("POST /v1/orders", h.auth(payoutkit.ScopeOrdersWrite, h.createOrder))
+	h.route("POST /v1/orders/info", h.auth(readOnly, h.orderInfo))
+	h.route("POST /v1/orders/list", h.auth(readOnly, h.listOrders))
 	if opts.Sandbox {
-		h.route("POST /v1/sandbox/orders/pay", h.auth(h.sandboxPayOrder))
-		h.route("POST /v1/sandbox/payouts/complete", h.auth(h.sandboxCompletePayout))
-		h.route("POST /v1/sandbox/payouts/fail", h.auth(h.sandboxFailPayout))
+		h.route("POST /v1/sandbox/orders/pay", h.auth(payoutkit.ScopeOrdersWrite, h.sandboxPayOrder))
+		h.route("POST /v1/sandbox/payouts/complete", h.auth(payoutkit.ScopePayoutsWrite, h.sandboxCompletePayout))
+		h.route("POST /v1/sandbox/payouts/fail", h.auth(payoutkit.ScopePayoutsWrite, h.sandboxFailPayout))
 	}
 	return h
 }

@@ -3,6 +3,7 @@ package portal_test
 import (
 	"html"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -44,7 +45,7 @@ func TestConfirmationPages(t *testing.T) {
 		mainNav, `data-testid="confirm-prefix">sk_`+prefix+`_…<`,
 		`<form method="post" action="/settings/developer/keys/reset">`, `name="csrf_token" value="`+csrf+`"`,
 		"shown once")
-	if _, err := h.engine.Authenticate(h.ctx, "Bearer "+nw.APIKey.Key); err != nil {
+	if _, err := h.engine.Authenticate(h.ctx, "Bearer "+nw.APIKey.Key, netip.Addr{}); err != nil {
 		t.Fatalf("a confirmation page revoked the key: %v", err)
 	}
 
@@ -102,7 +103,7 @@ func TestKeysTableColumns(t *testing.T) {
 	csrf := b.signIn(nw.StaffEmail, nw.StaffPassword)
 	created := b.post("/settings/developer/keys", url.Values{"csrf_token": {csrf}}).wantStatus(t, http.StatusOK)
 	fresh := between(created.body, `data-testid="new-key">`, "<")
-	if _, err := h.engine.Authenticate(h.ctx, "Bearer "+fresh); err != nil {
+	if _, err := h.engine.Authenticate(h.ctx, "Bearer "+fresh, netip.Addr{}); err != nil {
 		t.Fatal(err)
 	}
 	b.post("/settings/developer/keys/revoke", url.Values{"csrf_token": {csrf}, "prefix": {nw.APIKey.Prefix}}).wantStatus(t, http.StatusSeeOther)

@@ -2,6 +2,7 @@ package portal_test
 
 import (
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
@@ -74,7 +75,7 @@ func TestDeveloperSettings(t *testing.T) {
 
 	page := b.post("/settings/developer/keys", url.Values{"csrf_token": {csrf}}).wantStatus(t, http.StatusOK)
 	key := between(page.body, `data-testid="new-key">`, "<")
-	p, err := h.engine.Authenticate(h.ctx, "Bearer "+key)
+	p, err := h.engine.Authenticate(h.ctx, "Bearer "+key, netip.Addr{})
 	if err != nil || p.WorkspaceID != ws {
 		t.Fatalf("the new key %q does not authenticate: %v", key, err)
 	}
@@ -84,7 +85,7 @@ func TestDeveloperSettings(t *testing.T) {
 	b.get("/settings/developer").wantContains(t, `data-testid="key-row" data-prefix="`+p.KeyPrefix+`"`)
 
 	resp := b.post("/settings/developer/keys/revoke", url.Values{"csrf_token": {csrf}, "prefix": {p.KeyPrefix}}).wantStatus(t, http.StatusSeeOther)
-	if _, err := h.engine.Authenticate(h.ctx, "Bearer "+key); err == nil {
+	if _, err := h.engine.Authenticate(h.ctx, "Bearer "+key, netip.Addr{}); err == nil {
 		t.Fatal("a revoked key still authenticates")
 	}
 	b.get(resp.Header.Get("Location")).wantContains(t, "The key was revoked.")
@@ -92,10 +93,10 @@ func TestDeveloperSettings(t *testing.T) {
 
 	page = b.post("/settings/developer/keys/reset", url.Values{"csrf_token": {csrf}}).wantStatus(t, http.StatusOK)
 	fresh := between(page.body, `data-testid="new-key">`, "<")
-	if _, err := h.engine.Authenticate(h.ctx, nw.APIKey.Key); err == nil {
+	if _, err := h.engine.Authenticate(h.ctx, nw.APIKey.Key, netip.Addr{}); err == nil {
 		t.Fatal("reset left the first key active")
 	}
-	if _, err := h.engine.Authenticate(h.ctx, fresh); err != nil {
+	if _, err := h.engine.Authenticate(h.ctx, fresh, netip.Addr{}); err != nil {
 		t.Fatalf("the key from reset does not work: %v", err)
 	}
 

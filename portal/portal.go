@@ -50,7 +50,7 @@ type Service interface {
 	APIKeys(ctx context.Context, workspaceID string) ([]payoutkit.APIKey, error)
 
 	// Developer settings.
-	CreateAPIKey(ctx context.Context, workspaceID string) (payoutkit.NewKey, error)
+	CreateAPIKeyWith(ctx context.Context, workspaceID string, req payoutkit.CreateAPIKeyRequest) (payoutkit.NewKey, error)
 	RevokeAPIKey(ctx context.Context, workspaceID, prefix string) (int, error)
 	ResetAPIKeys(ctx context.Context, workspaceID string) (payoutkit.NewKey, error)
 	SetWebhookURL(ctx context.Context, workspaceID, webhookURL string) (payoutkit.Workspace, error)

@@ -57,6 +57,9 @@ var funcs = template.FuncMap{
 		return s
 	},
 	"ms": func(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) },
+	// allowip renders an entry of a key's address allowlist as it was
+	// meant: an address alone, or a CIDR range.
+	"allowip": payoutkit.FormatAllowIP,
 }
 
 // timeFormat is the one way the portal prints a time: UTC, to the second,

@@ -17,14 +17,32 @@ type developerView struct {
 	WorkspaceName string
 	Keys          []payoutkit.APIKey
 	WebhookURL    string
-	Events        []payoutkit.Event
+	// NoWebhookURL reports that the workspace has no webhook URL stored
+	// (whatever a failed form posted), so that the page says its events
+	// are recorded but not sent.
+	NoWebhookURL bool
+	Events       []payoutkit.Event
 	pager
 	// NewKey and NewSecret are shown once, on the answer that made them.
 	NewKey    string
 	NewSecret string
 	// Fields holds the messages of the form that was posted, by field.
 	Fields form
+	// KeyForm is the new-key form as shown: every scope ticked and no
+	// allowlist, or what was posted when it was refused.
+	KeyForm keyForm
 }
+
+// keyForm is the state of the new-key form.
+type keyForm struct {
+	OrdersWrite, PayoutsWrite bool
+	AllowIPs                  string
+	// Posted marks a refused form's state, kept even when it is empty.
+	Posted bool
+}
+
+// defaultKeyForm is the form for a key with every scope, from anywhere.
+var defaultKeyForm = keyForm{OrdersWrite: true, PayoutsWrite: true}
 
 // notices are the messages a redirect back to the Developer page may ask
 // for with ?done=<code>; nothing else from the URL is shown.
@@ -59,17 +77,54 @@ func (h *Handler) renderDeveloper(w http.ResponseWriter, r *request, status int,
 		return
 	}
 	v.WorkspaceID, v.WorkspaceName = workspace.ID, workspace.Name
+	v.NoWebhookURL = workspace.WebhookURL == ""
 	v.Keys, v.Events, v.pager = keys, events.Items, nextPage(r, events.NextCursor)
+	if !v.KeyForm.Posted {
+		v.KeyForm = defaultKeyForm
+	}
 	if _, posted := v.Fields["url"]; !posted {
 		v.WebhookURL = workspace.WebhookURL
 	}
 	h.renderPage(w, r, status, "developer", page{Title: "Developer settings", Section: "developer", Notice: notice, Data: v})
 }
 
+// createKey creates a key with the scopes ticked and the addresses given.
+// The form always sends an empty "scope" beside its checkboxes, so that a
+// form with none ticked makes a read-only key; a post without any "scope"
+// (an older form) makes a key with every scope.
 func (h *Handler) createKey(w http.ResponseWriter, r *request) {
-	k, err := h.svc.CreateAPIKey(r.Context(), r.session.WorkspaceID)
-	if err != nil {
-		h.engineError(w, r.Request, err)
+	var req payoutkit.CreateAPIKeyRequest
+	kf := keyForm{AllowIPs: r.PostForm.Get("allow_ips"), Posted: true}
+	if values, ok := r.PostForm["scope"]; ok {
+		req.Scopes = []payoutkit.Scope{}
+		for _, v := range values {
+			if v != "" {
+				req.Scopes = append(req.Scopes, payoutkit.Scope(v))
+			}
+			kf.OrdersWrite = kf.OrdersWrite || v == string(payoutkit.ScopeOrdersWrite)
+			kf.PayoutsWrite = kf.PayoutsWrite || v == string(payoutkit.ScopePayoutsWrite)
+		}
+	}
+	req.AllowIPs = strings.FieldsFunc(kf.AllowIPs, func(c rune) bool { return c == ',' || c == ' ' || c == '\n' || c == '\r' || c == '\t' })
+	var f form
+	if len(kf.AllowIPs) > 4096 {
+		f.add("allow_ips", "Must be at most 4096 characters.")
+	}
+	var k payoutkit.NewKey
+	if !f.failed() {
+		var err error
+		k, err = h.svc.CreateAPIKeyWith(r.Context(), r.session.WorkspaceID, req)
+		if e, ok := errors.AsType[*payoutkit.Error](err); ok && errors.Is(err, payoutkit.ErrInvalidInput) {
+			for _, fe := range e.Fields {
+				f.add(fe.Field, sentence(fe.Message))
+			}
+		} else if err != nil {
+			h.engineError(w, r.Request, err)
+			return
+		}
+	}
+	if f.failed() {
+		h.renderDeveloper(w, r, http.StatusBadRequest, developerView{Fields: f, KeyForm: kf}, "")
 		return
 	}
 	h.renderDeveloper(w, r, http.StatusOK, developerView{NewKey: k.Key},

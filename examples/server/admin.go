@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/payoutkit/payoutkit"
@@ -39,15 +41,17 @@ func printJSON(w io.Writer, v any) error {
 // another process holding a long transaction.
 const adminBusyTimeout = 30 * time.Second
 
-// adminStore opens the database for one command.
+// adminStore opens an existing database for one command, never making or
+// migrating one.
 func adminStore(ctx context.Context, dsn string, log *slog.Logger) (payoutkit.Store, error) {
 	return openStore(ctx, dsn, log, asAdmin())
 }
 
-// adminEngine opens the database and an engine over it for one command.
+// adminEngine opens an existing database (never making or migrating one)
+// and an engine over it for one command.
 func adminEngine(ctx context.Context, dsn string, stderr io.Writer) (*payoutkit.Engine, func(), error) {
 	log := newLogger(stderr, "json")
-	keys, err := secretKeys()
+	keys, err := secretKeys(dsn, os.Getenv(envSecretKeyFile), false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -55,7 +59,7 @@ func adminEngine(ctx context.Context, dsn string, stderr io.Writer) (*payoutkit.
 	if err != nil {
 		return nil, nil, err
 	}
-	engine, err := payoutkit.New(store, &payoutkit.Config{Logger: log, PasswordCost: passwordCost, SecretKeys: keys})
+	engine, err := payoutkit.New(store, &payoutkit.Config{Logger: log, PasswordCost: passwordCost, SecretKeys: keys.ring})
 	if err != nil {
 		store.Close()
 		return nil, nil, err
@@ -75,7 +79,7 @@ func workspaceCreate(ctx context.Context, args []string, stdout, stderr io.Write
 	if *name == "" {
 		return usagef("workspace create: -name is required")
 	}
-	engine, done, err := adminEngine(ctx, *dsn, stderr)
+	engine, done, err := creatingEngine(ctx, *dsn, stderr)
 	if err != nil {
 		return err
 	}
@@ -91,10 +95,34 @@ func workspaceCreate(ctx context.Context, args []string, stdout, stderr io.Write
 
 // keyJSON is one row of keys list.
 type keyJSON struct {
-	Prefix     string  `json:"prefix"`
-	CreatedAt  string  `json:"created_at"`
-	RevokedAt  *string `json:"revoked_at"`
-	LastUsedAt *string `json:"last_used_at"`
+	Prefix     string   `json:"prefix"`
+	CreatedAt  string   `json:"created_at"`
+	RevokedAt  *string  `json:"revoked_at"`
+	LastUsedAt *string  `json:"last_used_at"`
+	Scopes     []string `json:"scopes"`
+	AllowIPs   []string `json:"allow_ips"`
+}
+
+// newKeyJSON is what keys create prints: the key once, with its controls.
+type newKeyJSON struct {
+	APIKey   string   `json:"api_key"`
+	Prefix   string   `json:"prefix"`
+	Scopes   []string `json:"scopes"`
+	AllowIPs []string `json:"allow_ips"`
+}
+
+// scopeStrings writes scopes as a JSON array, never null.
+func scopeStrings(scopes []payoutkit.Scope) []string {
+	out := make([]string, len(scopes))
+	for i, s := range scopes {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// splitCommas splits a flag's comma-separated list, dropping empty entries.
+func splitCommas(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' })
 }
 
 func timeOrNull(t time.Time) *string {
@@ -109,9 +137,13 @@ func keys(ctx context.Context, sub string, args []string, stdout, stderr io.Writ
 	fs := newFlagSet("keys "+sub, stderr)
 	dsn := dbFlag(fs)
 	ws := fs.String("workspace", "", "the workspace `id` (required)")
-	var prefix *string
-	if sub == "revoke" {
+	var prefix, scopes, allowIPs *string
+	switch sub {
+	case "revoke":
 		prefix = fs.String("prefix", "", "the key `prefix` to revoke (required)")
+	case "create":
+		scopes = fs.String("scopes", "orders:write,payouts:write", "what the key may write: a comma-separated `list` of orders:write and payouts:write, or read for neither")
+		allowIPs = fs.String("allow-ips", "", "the client addresses the key may be used from: a comma-separated `list` of IPv4/IPv6 addresses and CIDR ranges (default: any)")
 	}
 	if err := parseFlags(fs, args, []string{"db"}); err != nil {
 		return err
@@ -122,6 +154,17 @@ func keys(ctx context.Context, sub string, args []string, stdout, stderr io.Writ
 	if prefix != nil && *prefix == "" {
 		return usagef("keys revoke: -prefix is required")
 	}
+	var req payoutkit.CreateAPIKeyRequest
+	if sub == "create" {
+		var err error
+		if req.Scopes, err = payoutkit.ParseScopes(*scopes); err != nil {
+			return usagef("keys create: -scopes: %v", err)
+		}
+		req.AllowIPs = splitCommas(*allowIPs)
+		if _, err := payoutkit.ParseAllowIPs(req.AllowIPs); err != nil {
+			return usagef("keys create: -allow-ips: %v", err)
+		}
+	}
 	engine, done, err := adminEngine(ctx, *dsn, stderr)
 	if err != nil {
 		return err
@@ -129,11 +172,13 @@ func keys(ctx context.Context, sub string, args []string, stdout, stderr io.Writ
 	defer done()
 	switch sub {
 	case "create":
-		k, err := engine.CreateAPIKey(ctx, *ws)
+		k, err := engine.CreateAPIKeyWith(ctx, *ws, req)
 		if err != nil {
 			return err
 		}
-		return printJSON(stdout, k)
+		return printJSON(stdout, newKeyJSON{
+			APIKey: k.Key, Prefix: k.Prefix, Scopes: scopeStrings(k.Scopes), AllowIPs: payoutkit.FormatAllowIPs(k.AllowIPs),
+		})
 	case "reset":
 		k, err := engine.ResetAPIKeys(ctx, *ws)
 		if err != nil {
@@ -150,6 +195,7 @@ func keys(ctx context.Context, sub string, args []string, stdout, stderr io.Writ
 			out = append(out, keyJSON{
 				Prefix: k.Prefix, CreatedAt: k.CreatedAt.UTC().Format(time.RFC3339),
 				RevokedAt: timeOrNull(k.RevokedAt), LastUsedAt: timeOrNull(k.LastUsedAt),
+				Scopes: scopeStrings(k.Scopes), AllowIPs: payoutkit.FormatAllowIPs(k.AllowIPs),
 			})
 		}
 		return printJSON(stdout, out)
@@ -307,6 +353,7 @@ type outboxJSON struct {
 	Pending       int64   `json:"pending"`
 	Delivered     int64   `json:"delivered"`
 	Failed        int64   `json:"failed"`
+	NotSent       int64   `json:"not_sent"`
 	OldestPending *string `json:"oldest_pending_at"`
 }
 
@@ -353,7 +400,7 @@ func audit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	report.Outbox = outboxJSON{Pending: h.Pending, Delivered: h.Delivered, Failed: h.Failed, OldestPending: timeOrNull(h.OldestPending)}
+	report.Outbox = outboxJSON{Pending: h.Pending, Delivered: h.Delivered, Failed: h.Failed, NotSent: h.NotSent, OldestPending: timeOrNull(h.OldestPending)}
 	if err := printJSON(stdout, report); err != nil {
 		return err
 	}

@@ -41,8 +41,8 @@ func TestAudit(t *testing.T) {
 		first["in_progress"] != "2.50" || first["ledger_sum"] != "7.50" || first["ok"] != true || first["error"] != nil {
 		t.Fatalf("audit report %v", report)
 	}
-	if outbox := report["outbox"].(map[string]any); outbox["failed"] != float64(2) || outbox["pending"] != float64(0) {
-		t.Fatalf("outbox %v; want the two events of a workspace without a URL, failed", outbox)
+	if outbox := report["outbox"].(map[string]any); outbox["not_sent"] != float64(2) || outbox["failed"] != float64(0) || outbox["pending"] != float64(0) {
+		t.Fatalf("outbox %v; want the two events of a workspace without a URL, not sent, and none failed", outbox)
 	}
 
 	// Money changed behind the engine's back: the audit says so and fails.

@@ -809,11 +809,12 @@ func TestFaultSQLiteAdminUnderLoad(t *testing.T) {
 	}
 	for round := range faultCount(1, 10) {
 		var k struct{ APIKey, Prefix string }
-		m := map[string]string{}
+		m := map[string]any{}
 		if err := json.Unmarshal(admin("keys", "create", "-db", dsn, "-workspace", ws.id), &m); err != nil {
 			t.Fatal(err)
 		}
-		k.APIKey, k.Prefix = m["api_key"], m["prefix"]
+		k.APIKey, _ = m["api_key"].(string)
+		k.Prefix, _ = m["prefix"].(string)
 		if st, env, _, err := doJSON(context.Background(), plainClient, "GET", p.url+"/v1/balance", k.APIKey, ""); err != nil || env.Code != 0 {
 			t.Fatalf("round %d: the new key: %d %+v %v", round, st, env, err)
 		}

@@ -4,17 +4,21 @@
 // staff logins.
 //
 //	server [serve] [-addr :8080] [-db ./payoutkit.db] [-sandbox=true]
-//	       [-sandbox-settle-after 0] [-rate-limit 0] [-portal=true] [-log-format json]
+//	       [-sandbox-settle-after 0] [-rate-limit 0] [-trusted-proxies <CIDR,...>]
+//	       [-portal=true] [-log-format json]
 //	server workspace create -db <db> -name <name> [-webhook-url <url>] [-staff-email <email>]
-//	server keys create|reset|list -db <db> -workspace <id>
+//	server keys create -db <db> -workspace <id> [-scopes orders:write,payouts:write|read]
+//	       [-allow-ips <address or CIDR,...>]
+//	server keys reset|list -db <db> -workspace <id>
 //	server keys revoke -db <db> -workspace <id> -prefix <prefix>
 //	server webhook set -db <db> -workspace <id> -url <url>
 //	server webhook rotate-secret -db <db> -workspace <id>
 //	server webhook events -db <db> -workspace <id>
 //	server webhook resend -db <db> -workspace <id> -event <event id>
-//	server staff add|remove -db <db> -workspace <id> -email <e-mail>
+//	server staff add|remove|reset-password -db <db> -workspace <id> -email <e-mail>
 //	server audit -db <db>
 //	server secrets reseal -db <db>
+//	server migrate -db <db>
 //
 // Every serve flag is also read from the environment as PAYOUTKIT_<NAME>
 // (upper case, dashes as underscores: PAYOUTKIT_SANDBOX_SETTLE_AFTER); a
@@ -22,16 +26,28 @@
 //
 // -db is a SQLite file path (or "file:" URL) or a "postgres://" URL.
 //
-// PAYOUTKIT_SECRET_KEY (base64 of 32 random bytes), when set, seals every
-// workspace's webhook secret at rest with AES-256-GCM; PAYOUTKIT_SECRET_KEY_PREVIOUS
+// Every workspace's webhook secret is sealed at rest with AES-256-GCM under
+// PAYOUTKIT_SECRET_KEY (base64 of 32 random bytes) when it is set, read from
+// the environment only; otherwise under the key file that the first start
+// makes beside a SQLite database (<db>.secret-key, or serve's
+// -secret-key-file, which the admin commands read as
+// PAYOUTKIT_SECRET_KEY_FILE). PostgreSQL has no default key file, since
+// instances on several machines must share one key: without either, its
+// secrets are stored plain and serve warns once. PAYOUTKIT_SECRET_KEY_PREVIOUS
 // (comma separated) lists older keys that still open what they sealed, and
-// secrets reseal moves every secret to the current key. Both are read by
-// every command, from the environment only.
+// secrets reseal moves every secret to the current key. Every command finds
+// the keys the same way.
 //
 // Commands print their JSON alone on stdout; logs and errors go to stderr,
-// and a failure exits non-zero. On an empty database, serve first creates a
-// workspace with a staff login and an API key and prints them once, as
-// workspace create does. SIGTERM or SIGINT drains in-flight requests and
+// and a failure exits non-zero. serve binds its address before anything
+// else, so that a start that cannot serve creates nothing. On an empty
+// database, serve first creates a workspace with a staff login and an API
+// key and prints them once, as workspace create does, and writes them to a
+// credentials file readable by its owner alone (-credentials-file; beside
+// a SQLite database by default), never over an existing one. Every command
+// but serve and workspace create refuses a database that does not exist or
+// whose schema is older than the binary's, creating and migrating nothing;
+// migrate upgrades it. SIGTERM or SIGINT drains in-flight requests and
 // exits 0.
 package main
 
@@ -81,15 +97,16 @@ func (e usageError) Error() string { return e.msg }
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
 const usage = `usage:
-  server [serve] [-addr :8080] [-db ./payoutkit.db] [-sandbox=true] [-sandbox-settle-after 0] [-rate-limit 0] [-portal=true] [-log-format json]
+  server [serve] [-addr :8080] [-db ./payoutkit.db] [-sandbox=true] [-sandbox-settle-after 0] [-rate-limit 0] [-trusted-proxies <CIDR,...>] [-portal=true] [-log-format json]
   server workspace create -db <db> -name <name> [-webhook-url <url>] [-staff-email <email>]
-  server keys create|reset|list -db <db> -workspace <id>
+  server keys create -db <db> -workspace <id> [-scopes orders:write,payouts:write|read] [-allow-ips <address or CIDR,...>]
+  server keys reset|list -db <db> -workspace <id>
   server keys revoke -db <db> -workspace <id> -prefix <prefix>
   server webhook set -db <db> -workspace <id> -url <url>
   server webhook rotate-secret -db <db> -workspace <id>
   server webhook events -db <db> -workspace <id>
   server webhook resend -db <db> -workspace <id> -event <event id>
-  server staff add|remove -db <db> -workspace <id> -email <e-mail>
+  server staff add|remove|reset-password -db <db> -workspace <id> -email <e-mail>
   server workspace policy -db <db> -workspace <id> [-max-payout <usd>] [-daily-limit <usd>] [-approval-over <usd>] [-address-allowlist on|off] [-cooling-off <duration>]
   server addresses add -db <db> -workspace <id> -network <network> -address <address> [-label <label>]
   server addresses list -db <db> -workspace <id>
@@ -98,6 +115,7 @@ const usage = `usage:
   server security-log -db <db> -workspace <id>
   server audit -db <db>
   server secrets reseal -db <db>
+  server migrate -db <db>
 `
 
 // run runs one command. It is main without the process: tests call it.
@@ -125,6 +143,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return audit(ctx, rest, stdout, stderr)
 	case cmd == "staff" && (sub == "add" || sub == "remove"):
 		return staff(ctx, sub, rest[1:], stdout, stderr)
+	case cmd == "staff" && sub == "reset-password":
+		return staffResetPassword(ctx, rest[1:], stdout, stderr)
+	case cmd == "migrate":
+		return migrateCommand(ctx, rest, stdout, stderr)
 	case cmd == "workspace" && sub == "policy":
 		return workspacePolicy(ctx, rest[1:], stdout, stderr)
 	case cmd == "addresses" && (sub == "add" || sub == "list" || sub == "remove"):

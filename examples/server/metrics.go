@@ -77,14 +77,14 @@ func newMetrics() *metrics {
 		}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payoutkit_webhook_attempts_total",
-			Help: "Webhook delivery attempts recorded by this instance, by result: delivered, retry (will be attempted again) or failed (given up).",
+			Help: "Webhook delivery attempts recorded by this instance, by result: delivered, retry (will be attempted again), failed (given up) or not_sent (the workspace had no webhook URL).",
 		}, []string{"result"}),
 	}
 	// Series that exist from the start, at 0, rather than at their first event.
 	for _, s := range []payoutkit.PayoutStatus{payoutkit.PayoutCompleted, payoutkit.PayoutFailed} {
 		m.settled.WithLabelValues(string(s))
 	}
-	for _, r := range []string{"delivered", "retry", "failed"} {
+	for _, r := range []string{"delivered", "retry", "failed", "not_sent"} {
 		m.attempts.WithLabelValues(r)
 	}
 	m.reg.MustRegister(
@@ -141,13 +141,15 @@ func (m *metrics) observeAttempt() func(payoutkit.DeliveryAttempt, payoutkit.Eve
 		return nil
 	}
 	return func(_ payoutkit.DeliveryAttempt, next payoutkit.EventDelivery) {
-		switch next.State {
-		case payoutkit.DeliveryDelivered:
+		switch next.EventState() {
+		case payoutkit.EventStateDelivered:
 			m.attempts.WithLabelValues("delivered").Inc()
-		case payoutkit.DeliveryPending:
+		case payoutkit.EventStatePending:
 			m.attempts.WithLabelValues("retry").Inc()
-		case payoutkit.DeliveryFailed:
+		case payoutkit.EventStateFailed:
 			m.attempts.WithLabelValues("failed").Inc()
+		case payoutkit.EventStateNotSent:
+			m.attempts.WithLabelValues("not_sent").Inc()
 		}
 	}
 }
@@ -253,7 +255,7 @@ func newOutboxCollector(ctx context.Context, store outboxHealther, log *slog.Log
 	return &outboxCollector{
 		ctx: ctx, store: store, log: log, now: time.Now,
 		events: prometheus.NewDesc("payoutkit_outbox_events",
-			"Webhook events in the outbox (every instance's), by delivery state: pending, delivered (kept for -event-retention) or failed. Read at most every 10 s.",
+			"Webhook events in the outbox (every instance's), by delivery state: pending, delivered (kept for -event-retention), failed (given up on) or not_sent (the workspace had no webhook URL). Read at most every 10 s.",
 			[]string{"state"}, nil),
 		oldest: prometheus.NewDesc("payoutkit_outbox_oldest_pending_age_seconds",
 			"Age of the oldest pending webhook event (0 when none is pending).", nil, nil),
@@ -297,6 +299,7 @@ func (c *outboxCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.events, prometheus.GaugeValue, float64(h.Pending), "pending")
 	ch <- prometheus.MustNewConstMetric(c.events, prometheus.GaugeValue, float64(h.Delivered), "delivered")
 	ch <- prometheus.MustNewConstMetric(c.events, prometheus.GaugeValue, float64(h.Failed), "failed")
+	ch <- prometheus.MustNewConstMetric(c.events, prometheus.GaugeValue, float64(h.NotSent), "not_sent")
 	age := 0.0
 	if !h.OldestPending.IsZero() {
 		age = max(now.Sub(h.OldestPending).Seconds(), 0)

@@ -155,9 +155,11 @@ func TestMetrics(t *testing.T) {
 		// order.paid, payout.submitted, payout.completed
 		{"payoutkit_webhook_attempts_total", []string{"result", "delivered"}, atLeast(3), "at least 3"},
 		{"payoutkit_webhook_attempts_total", []string{"result", "failed"}, exactly(0), "0"},
+		{"payoutkit_webhook_attempts_total", []string{"result", "not_sent"}, exactly(0), "0"},
 		{"payoutkit_outbox_events", []string{"state", "delivered"}, atLeast(0), "a value"},
 		{"payoutkit_outbox_events", []string{"state", "pending"}, atLeast(0), "a value"},
 		{"payoutkit_outbox_events", []string{"state", "failed"}, exactly(0), "0"},
+		{"payoutkit_outbox_events", []string{"state", "not_sent"}, exactly(0), "0"},
 		{"payoutkit_outbox_oldest_pending_age_seconds", nil, atLeast(0), "a value"},
 		{"go_goroutines", nil, atLeast(1), "at least 1"},
 		{"process_start_time_seconds", nil, atLeast(1), "a start time"},
@@ -213,6 +215,81 @@ func TestMetrics(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusNotFound {
 			t.Errorf("the metrics listener answered %s with %s; want 404", path, resp.Status)
+		}
+	}
+}
+
+// The events of a workspace without a webhook URL are counted as not_sent,
+// apart from failed, so that an alert on failed events does not fire for a
+// server that was never given a URL.
+func TestMetricsNotSent(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "payoutkit.db")
+	s, metricsURL := startServerWithMetrics(t, "-db", db, "-metrics-addr", "127.0.0.1:0")
+	if metricsURL == "" {
+		t.Fatal("no metrics listener")
+	}
+	key := decodeObject(t, s.stdout.String())["api_key"].(string) // the first workspace has no URL
+	payout := `{"payout_id":"po-1","amount":"25.00","asset":"USDT","network":"TRON","address":"TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t","payer_id":"cust-42"}`
+	for _, c := range []struct{ path, body string }{
+		{"/v1/orders", `{"order_id":"order-1","amount":"100.00"}`},
+		{"/v1/sandbox/orders/pay", `{"order_id":"order-1"}`},
+		{"/v1/payouts", payout},
+		{"/v1/sandbox/payouts/fail", `{"payout_id":"po-1","reason":"bounced"}`},
+	} {
+		if _, env := call(t, "POST", s.url+c.path, key, c.body); code(env) != 0 {
+			t.Fatalf("POST %s: %v", c.path, env)
+		}
+	}
+	// order.paid, payout.submitted, payout.failed: none sent, none failed.
+	want := map[string]float64{"not_sent": 3, "failed": 0, "pending": 0, "delivered": 0}
+	var got map[string]float64
+	deadline := time.Now().Add(30 * time.Second) // a reading serves scrapes for outboxTTL
+	for {
+		fams, err := scrape(t, metricsURL+"/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = map[string]float64{}
+		for state := range want {
+			if v, ok := value(fams, "payoutkit_outbox_events", "state", state); ok {
+				got[state] = v
+			}
+		}
+		if fmt.Sprint(got) == fmt.Sprint(want) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("payoutkit_outbox_events = %v; want %v", got, want)
+	}
+}
+
+// An attempt that fails for want of a webhook URL (an event resent, or due
+// after the URL was removed) is counted as not_sent, not failed.
+func TestObserveAttemptNotSent(t *testing.T) {
+	m := newMetrics()
+	observe := m.observeAttempt()
+	for _, next := range []payoutkit.EventDelivery{
+		{State: payoutkit.DeliveryFailed, Attempts: 1, LastError: payoutkit.NoWebhookURLError},
+		{State: payoutkit.DeliveryFailed, Attempts: 3, LastError: payoutkit.NoWebhookURLError},
+		{State: payoutkit.DeliveryFailed, Attempts: 9, LastError: "connection refused"},
+		{State: payoutkit.DeliveryPending, Attempts: 1, LastError: "connection refused"},
+		{State: payoutkit.DeliveryDelivered, Attempts: 2},
+	} {
+		observe(payoutkit.DeliveryAttempt{Attempt: next.Attempts, Error: next.LastError}, next)
+	}
+	fams, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*dto.MetricFamily{}
+	for _, f := range fams {
+		byName[f.GetName()] = f
+	}
+	for result, want := range map[string]float64{"not_sent": 2, "failed": 1, "retry": 1, "delivered": 1} {
+		if v, ok := value(byName, "payoutkit_webhook_attempts_total", "result", result); !ok || v != want {
+			t.Errorf("payoutkit_webhook_attempts_total{result=%q} = %v (present %v); want %v", result, v, ok, want)
 		}
 	}
 }
@@ -280,7 +357,7 @@ func TestPprof(t *testing.T) {
 // The outbox collector reads the store at most once per outboxTTL however
 // often it is scraped, and leaves its series out without a recent reading.
 func TestOutboxCollectorCaches(t *testing.T) {
-	store := &countingOutbox{h: payoutkit.OutboxHealth{Pending: 2, Delivered: 5, Failed: 1}}
+	store := &countingOutbox{h: payoutkit.OutboxHealth{Pending: 2, Delivered: 5, Failed: 1, NotSent: 3}}
 	c := newOutboxCollector(t.Context(), store, discardLogger())
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	c.now = func() time.Time { return now }
@@ -306,7 +383,7 @@ func TestOutboxCollectorCaches(t *testing.T) {
 		}
 		return out
 	}
-	want := map[string]float64{"pending": 2, "delivered": 5, "failed": 1, "oldest": 90}
+	want := map[string]float64{"pending": 2, "delivered": 5, "failed": 1, "not_sent": 3, "oldest": 90}
 	for range 3 {
 		if got := collect(); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("collected %v; want %v", got, want)

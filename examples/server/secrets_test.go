@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -184,8 +185,13 @@ func TestSecretKeyEnvironment(t *testing.T) {
 			t.Fatalf("env %q: %v", env, err)
 		}
 	}
-	t.Setenv(envSecretKey, "")
+	// A database made under a key from the environment has no key file:
+	// without the environment's key, reseal has none.
+	k, _ := newKeyEnv(t)
+	t.Setenv(envSecretKey, k)
 	t.Setenv(envSecretKeyPrevious, "")
+	mustCommand(t, "workspace", "create", "-db", db, "-name", "keys")
+	t.Setenv(envSecretKey, "")
 	if _, err := command(t, "secrets", "reseal", "-db", db); err == nil || !strings.Contains(err.Error(), envSecretKey) {
 		t.Fatalf("reseal without a key: %v", err)
 	}
@@ -195,6 +201,14 @@ func TestSecretKeyEnvironment(t *testing.T) {
 // sharing the key accept each other's cursors, and a cursor made under
 // another key (or the public default) is refused.
 func TestCursorKeyFromSecretKey(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "cursors.db")
+	cursorKey := func() []byte {
+		keys, err := secretKeys(db, "", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cursorKey(keys)
+	}
 	t.Setenv(envSecretKey, "")
 	if cursorKey() != nil {
 		t.Fatal("a cursor key without PAYOUTKIT_SECRET_KEY")
@@ -245,5 +259,66 @@ func TestCursorKeyFromSecretKey(t *testing.T) {
 		if _, err := e.ListOrders(ctx, ws, next); !errors.Is(err, payoutkit.ErrInvalidInput) {
 			t.Errorf("a cursor under %s: %v; want ErrInvalidInput", name, err)
 		}
+	}
+}
+
+// The key file: made beside a SQLite database only when asked to (a
+// database being initialised), read as it is afterwards, still opening what
+// it sealed once PAYOUTKIT_SECRET_KEY replaces it; none by default for
+// PostgreSQL; a named file must exist; a bad one is refused without being
+// quoted.
+func TestSecretKeyFile(t *testing.T) {
+	t.Setenv(envSecretKey, "")
+	t.Setenv(envSecretKeyPrevious, "")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "keys.db")
+	if keys, err := secretKeys(db, "", false); err != nil || keys.ring != nil {
+		t.Fatalf("no key, not creating: %+v, %v", keys, err)
+	}
+	made, err := secretKeys(db, "", true)
+	if err != nil || made.ring == nil || !made.made || made.file != db+secretKeyFileSuffix {
+		t.Fatalf("creating: %+v, %v", made, err)
+	}
+	wantPrivateFile(t, made.file)
+	again, err := secretKeys(db, "", true)
+	if err != nil || again.made || again.current.ID != made.current.ID {
+		t.Fatalf("creating again: %+v, %v", again, err)
+	}
+	sealed, err := made.ring.Seal("ws_1", "whsec_test")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	k, id := newKeyEnv(t)
+	t.Setenv(envSecretKey, k)
+	env, err := secretKeys(db, "", false)
+	if err != nil || env.current.ID != id || env.file != "" {
+		t.Fatalf("with %s: %+v, %v", envSecretKey, env, err)
+	}
+	if plain, err := env.ring.Open("ws_1", sealed); err != nil || plain != "whsec_test" {
+		t.Fatalf("the file's key under %s: %q, %v", envSecretKey, plain, err)
+	}
+	t.Setenv(envSecretKey, "")
+
+	pg := "postgres://u:p@127.0.0.1:5432/x"
+	if keys, err := secretKeys(pg, "", true); err != nil || keys.ring != nil {
+		t.Fatalf("PostgreSQL without a key: %+v, %v", keys, err)
+	}
+	named := filepath.Join(dir, "named.key")
+	if _, err := secretKeys(pg, named, false); err == nil || !strings.Contains(err.Error(), named) {
+		t.Fatalf("a missing named key file: %v", err)
+	}
+	if keys, err := secretKeys(pg, named, true); err != nil || !keys.made || keys.file != named {
+		t.Fatalf("a named key file on a first start: %+v, %v", keys, err)
+	}
+	bad := filepath.Join(dir, "bad.db")
+	if err := os.WriteFile(bad+secretKeyFileSuffix, []byte("not-a-key-at-all"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := secretKeys(bad, "", false); err == nil || strings.Contains(err.Error(), "not-a-key-at-all") || !strings.Contains(err.Error(), bad+secretKeyFileSuffix) {
+		t.Fatalf("a bad key file: %v", err)
+	}
+	if names := dirEntries(t, dir); len(names) != 3 {
+		t.Fatalf("files left: %v", names) // the key file, the named one, the bad one
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -40,6 +42,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sandbox := fs.Bool("sandbox", true, "serve the /v1/sandbox endpoints, move no real money, and deliver webhooks to private addresses")
 	settleAfter := fs.Duration("sandbox-settle-after", 0, "complete sandbox payouts by themselves after this `duration` (0: only by hand)")
 	rateLimit := fs.Float64("rate-limit", 0, "requests per second allowed per workspace, whichever of its API keys they use (0: no limit)")
+	trustedProxies := fs.String("trusted-proxies", "", "comma-separated `CIDR` ranges (or addresses) of reverse proxies whose X-Forwarded-For names the client, for API keys' address allowlists and the failed-authentication limit (default: none; X-Forwarded-For is ignored)")
 	authFailures := fs.Int("auth-failure-limit", httpserver.DefaultAuthFailureLimit, "failed authentications allowed per minute per client address before it is answered 42900 without a key lookup (0: no limit)")
 	allowPrivate := fs.Bool("webhook-allow-private", false, "deliver webhooks to loopback and private addresses outside the sandbox too")
 	withPortal := fs.Bool("portal", true, "serve the staff portal at / beside /v1")
@@ -49,6 +52,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	coinsFile := fs.String("coins", "", "JSON `file` listing the payout coins with their decimals and limits, replacing the default list")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at /metrics on this separate `address`, never on -addr (empty: off)")
 	withPprof := fs.Bool("pprof", false, "also serve Go's profiles (net/http/pprof) at /debug/pprof/ on -metrics-addr")
+	credentialsFile := fs.String("credentials-file", "", "`file` the first start writes the first workspace's credentials to, never over an existing one (default: beside the SQLite database, <db>"+credentialsFileSuffix+"; payoutkit"+credentialsFileSuffix+" in the working directory for PostgreSQL)")
+	keyFile := fs.String("secret-key-file", "", "`file` of the key that seals webhook secrets when "+envSecretKey+" is unset; the first start makes it (default: beside the SQLite database, <db>"+secretKeyFileSuffix+"; none for PostgreSQL)")
 	if err := parseFlags(fs, args, nil); err != nil {
 		return err
 	}
@@ -71,10 +76,22 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usagef("-pprof needs -metrics-addr")
 	}
 
+	proxies, err := parseTrustedProxies(*trustedProxies)
+	if err != nil {
+		return err
+	}
 	coins, err := loadCoins(*coinsFile)
 	if err != nil {
 		return err
 	}
+
+	// The port is bound before anything is made: a start that cannot serve
+	// creates no database, no key and no credentials.
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("cannot listen on -addr %s (nothing was created): %w", *addr, err)
+	}
+	defer ln.Close() // Serve closes it too; this covers the returns before
 
 	log := newLogger(stderr, *logFormat)
 	var m *metrics // nil: no metrics, no hooks
@@ -86,13 +103,28 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer store.Close()
+	// Before the first workspace too: a start that cannot serve its
+	// metrics prints no credentials.
+	if m != nil {
+		stopMetrics, err := m.serveMetrics(ctx, *metricsAddr, *withPprof, store, log)
+		if err != nil {
+			return fmt.Errorf("metrics listener: %w", err)
+		}
+		defer stopMetrics()
+	}
 
-	keys, err := secretKeys()
+	done, err := initialised(ctx, store)
 	if err != nil {
 		return err
 	}
-	cfg := &payoutkit.Config{Logger: log, PasswordCost: passwordCost, SecretKeys: keys, ObservePayout: m.observePayout(),
-		CursorKey: cursorKey(),
+	credentials := cmp.Or(*credentialsFile, defaultCredentialsFile(*dsn))
+	keys, err := secretKeys(*dsn, *keyFile, !done)
+	if err != nil {
+		return err
+	}
+	logSealing(log, *dsn, keys, true)
+	cfg := &payoutkit.Config{Logger: log, PasswordCost: passwordCost, SecretKeys: keys.ring, ObservePayout: m.observePayout(),
+		CursorKey: cursorKey(keys),
 		Delivery: payoutkit.DeliveryConfig{
 			// One attempt ends within its lease: a lease under 20s shortens the timeout.
 			Notifier:       &payoutkit.HTTPNotifier{AllowPrivate: *sandbox || *allowPrivate, Timeout: min(payoutkit.DefaultTimeout, *lease/2)},
@@ -109,23 +141,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := bootstrap(ctx, engine, stdout, log); err != nil {
+	if err := bootstrap(ctx, engine, store, *dsn, credentials, stdout, log); err != nil {
 		return err
 	}
 
-	if m != nil {
-		stopMetrics, err := m.serveMetrics(ctx, *metricsAddr, *withPprof, store, log)
-		if err != nil {
-			return fmt.Errorf("metrics listener: %w", err)
-		}
-		defer stopMetrics()
-	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
 	var handler http.Handler = httpserver.New(engine, httpserver.Options{
-		Logger: log, Sandbox: *sandbox, RateLimit: *rateLimit,
+		Logger: log, Sandbox: *sandbox, RateLimit: *rateLimit, TrustedProxies: proxies,
 		AuthFailureLimit: cmp.Or(*authFailures, -1), // 0 (off) is negative for httpserver
 		ObserveRequest:   m.observeRequest(),
 	})
@@ -154,7 +175,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("serving", "addr", ln.Addr().String(), "sandbox", *sandbox, "portal", *withPortal,
 		"sandbox_settle_after", settleAfter.String(), "rate_limit", *rateLimit, "auth_failure_limit", *authFailures, "db", describeDSN(*dsn),
-		"webhook_secrets_sealed_with", keys.CurrentKeyID())
+		"webhook_secrets_sealed_with", keys.ring.CurrentKeyID())
 	if listening != nil {
 		listening(ln.Addr())
 	}
@@ -232,19 +253,52 @@ func writeProbe(w http.ResponseWriter, status int, word string) {
 	fmt.Fprintf(w, "{\"status\":%q}\n", word)
 }
 
-// bootstrap creates the first workspace of an empty database and prints it.
-// Of several instances starting at once on one database, one does.
-func bootstrap(ctx context.Context, engine *payoutkit.Engine, stdout io.Writer, log *slog.Logger) error {
+// bootstrap creates the first workspace of an empty database and prints it,
+// on stdout and into the credentials file; on a database that has one, it
+// says on stderr how to make a new key or staff login. Of several instances
+// starting at once on one database, one creates it.
+func bootstrap(ctx context.Context, engine *payoutkit.Engine, store payoutkit.Store, dsn, credentials string, stdout io.Writer, log *slog.Logger) error {
 	nw, created, err := engine.Bootstrap(ctx)
 	if err != nil {
 		return fmt.Errorf("creating the first workspace: %w", err)
 	}
 	if !created {
+		ids, err := store.WorkspaceIDs(ctx)
+		if err != nil {
+			return err
+		}
+		ws := "<workspace id>"
+		if len(ids) == 1 {
+			ws = ids[0]
+		}
+		attrs := []any{"workspaces", len(ids)}
+		if fileExists(credentials) {
+			attrs = append(attrs, "credentials_file", credentials)
+		}
+		log.Info("the database has its workspaces: the first start printed the first one's API key and staff password (and wrote them to its credentials file); to make new ones: "+
+			"`server keys create -db "+describeDSN(dsn)+" -workspace "+ws+"` for an API key, "+
+			"`server staff add|reset-password -db "+describeDSN(dsn)+" -workspace "+ws+" -email <e-mail>` for a staff login",
+			attrs...)
 		return nil
 	}
+	out := newWorkspaceJSON(nw)
 	log.Info("empty database: created the first workspace; its API key and staff password are printed once, on stdout",
 		"workspace_id", nw.Workspace.ID, "key_prefix", nw.APIKey.Prefix, "staff_email", nw.StaffEmail)
-	return printJSON(stdout, newWorkspaceJSON(nw))
+	// The file first: it keeps them should stdout fail. A file that is
+	// there already (an earlier database's) is never replaced: the new
+	// credentials go beside it, under a name of their workspace's own.
+	err = writeCredentials(credentials, out)
+	if errors.Is(err, fs.ErrExist) {
+		credentials = strings.TrimSuffix(credentials, ".json") + "-" + nw.Workspace.ID + ".json"
+		err = writeCredentials(credentials, out)
+	}
+	if err != nil {
+		log.Error("the first workspace's credentials are on stdout only: writing them to the credentials file failed", "credentials_file", credentials, "error", err.Error())
+	} else {
+		log.Info("wrote the first workspace's credentials to the credentials file, readable by its owner alone; keep them safe, then delete it",
+			"credentials_file", credentials)
+	}
+	return printJSON(stdout, out)
 }
 
 // openStore opens the database named by dsn (a SQLite path or a postgres URL).
@@ -329,4 +383,26 @@ func parseFlags(fs *flag.FlagSet, args []string, envFlags []string) error {
 // upper case with dashes as underscores.
 func envName(flagName string) string {
 	return "PAYOUTKIT_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parseTrustedProxies reads -trusted-proxies: CIDR ranges or single
+// addresses, comma-separated.
+func parseTrustedProxies(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, entry := range strings.Split(list, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(entry); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(entry)
+		if err != nil || a.Zone() != "" {
+			return nil, usagef("-trusted-proxies: %q is not a CIDR range or an IP address", entry)
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, nil
 }

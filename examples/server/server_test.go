@@ -231,7 +231,7 @@ func TestAdminCommands(t *testing.T) {
 	}
 
 	k2 := decodeObject(t, mustCommand(t, "keys", "create", "-db", db, "-workspace", wsID))
-	wantKeys(t, k2, "api_key", "prefix")
+	wantNewKey(t, k2, []any{"orders:write", "payouts:write"}, []any{})
 	key2, prefix2 := k2["api_key"].(string), k2["prefix"].(string)
 	if c := balance(key2); c != 0 {
 		t.Fatalf("created key: %d", c)
@@ -242,7 +242,8 @@ func TestAdminCommands(t *testing.T) {
 		t.Fatalf("keys list: %v %v", list, err)
 	}
 	for _, k := range list {
-		if len(k) != 4 || k["prefix"] == nil || k["created_at"] == nil || k["revoked_at"] != nil {
+		if len(k) != 6 || k["prefix"] == nil || k["created_at"] == nil || k["revoked_at"] != nil ||
+			fmt.Sprint(k["scopes"]) != "[orders:write payouts:write]" || fmt.Sprint(k["allow_ips"]) != "[]" {
 			t.Fatalf("keys list row %v", k)
 		}
 		if _, ok := k["last_used_at"]; !ok {

@@ -2,7 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"log/slog"
+	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -21,6 +26,10 @@ type storeConfig struct {
 	// server: on SQLite it waits longer for the write lock and takes its
 	// next turn (sqlite.WithPriorityWrites).
 	admin bool
+	// existing opens only a database that serve (or workspace create, or
+	// migrate) has made and brought to this binary's schema: a mistyped
+	// -db is refused, never created (WithExistingSchema).
+	existing bool
 }
 
 // storeOption sets a storeConfig field.
@@ -31,8 +40,13 @@ func withCommitObserver(fn func(writes int, d time.Duration)) storeOption {
 	return func(c *storeConfig) { c.observeCommit = fn }
 }
 
-// asAdmin sets storeConfig.admin.
-func asAdmin() storeOption { return func(c *storeConfig) { c.admin = true } }
+// asAdmin sets storeConfig.admin and storeConfig.existing: an admin command
+// finds its database, and never creates or migrates one.
+func asAdmin() storeOption { return func(c *storeConfig) { c.admin, c.existing = true, true } }
+
+// creating clears storeConfig.existing, for the commands that may make the
+// database (serve, workspace create) or migrate it (migrate).
+func creating() storeOption { return func(c *storeConfig) { c.existing = false } }
 
 // isPostgres reports whether dsn names a PostgreSQL database rather than a
 // SQLite file.
@@ -54,7 +68,14 @@ func openDSN(ctx context.Context, dsn string, opts ...storeOption) (payoutkit.St
 		if c.observeCommit != nil {
 			po = append(po, postgres.WithCommitObserver(c.observeCommit))
 		}
-		return postgres.Open(ctx, dsn, po...)
+		if c.existing {
+			po = append(po, postgres.WithExistingSchema())
+		}
+		s, err := postgres.Open(ctx, dsn, po...)
+		if err != nil {
+			return nil, explainOpen(dsn, err)
+		}
+		return s, nil
 	}
 	so := []sqlite.Option{sqlite.WithLogger(c.log)}
 	if c.observeCommit != nil {
@@ -63,5 +84,52 @@ func openDSN(ctx context.Context, dsn string, opts ...storeOption) (payoutkit.St
 	if c.admin {
 		so = append(so, sqlite.WithBusyTimeout(adminBusyTimeout), sqlite.WithPriorityWrites())
 	}
-	return sqlite.Open(ctx, dsn, so...)
+	if c.existing {
+		so = append(so, sqlite.WithExistingSchema())
+	}
+	s, err := sqlite.Open(ctx, dsn, so...)
+	if err != nil {
+		return nil, explainOpen(dsn, err)
+	}
+	return s, nil
+}
+
+// explainOpen says what the user can do about a database that an admin
+// command will not open: a -db that names none, or a schema that serve or
+// migrate must upgrade first. Other errors pass as they are.
+func explainOpen(dsn string, err error) error {
+	// storage/postgres's errors are the same values.
+	switch {
+	case errors.Is(err, sqlite.ErrNoSchema) && isPostgres(dsn):
+		return fmt.Errorf("%s holds no payoutkit database (no payoutkit tables in its schema): check -db; serve or workspace create makes one", describeDSN(dsn))
+	case errors.Is(err, sqlite.ErrNoSchema):
+		if _, serr := os.Stat(sqlitePath(dsn)); errors.Is(serr, fs.ErrNotExist) {
+			return fmt.Errorf("no database at %s: check -db (nothing was created); serve or workspace create makes one", sqlitePath(dsn))
+		}
+		return fmt.Errorf("%s is not a payoutkit database (it has no payoutkit tables): check -db; serve or workspace create makes one", sqlitePath(dsn))
+	case errors.Is(err, sqlite.ErrSchemaOutdated):
+		return fmt.Errorf("%w; run `server migrate -db %s` (or start serve on it) to upgrade it first", err, describeDSN(dsn))
+	}
+	return err
+}
+
+// sqlitePath is the file of a SQLite DSN: the path itself, or a "file:"
+// URL's path ("" when it names none).
+func sqlitePath(dsn string) string {
+	rest, ok := strings.CutPrefix(dsn, "file:")
+	if !ok {
+		return dsn
+	}
+	if strings.HasPrefix(rest, "//") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return ""
+		}
+		return u.Path
+	}
+	p, _, _ := strings.Cut(rest, "?")
+	if unescaped, err := url.PathUnescape(p); err == nil {
+		return unescaped
+	}
+	return p
 }

@@ -64,7 +64,7 @@ func curl(method, path, body string) string {
 func TestWalkthrough(t *testing.T) {
 	s, key := serverWithKey(t)
 
-	t.Log("\n# in one terminal\ngo run ./examples/server | tee first-run.json\n# in another\nKEY=$(jq -r .api_key first-run.json)")
+	t.Log("\n# in one terminal\ngo run ./examples/server\n# in another\nKEY=$(jq -r .api_key payoutkit.db.credentials.json)")
 	for _, st := range walkthrough {
 		t.Logf("\n# %s\n%s", st.title, curl(st.method, st.path, st.body))
 		var rd io.Reader

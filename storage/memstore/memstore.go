@@ -130,8 +130,16 @@ func (s *Store) CreateWorkspace(_ context.Context, ws payoutkit.Workspace, staff
 		ws: ws, payouts: make(map[string]*payout), orders: make(map[string]*order), customers: make(map[string]*customer),
 	}
 	s.staff[staff.Email] = staff
+	key = cloneKey(key)
 	s.keys[key.Prefix] = &key
 	return nil
+}
+
+// cloneKey copies a key's slices, so that neither the store nor its caller
+// sees the other change them.
+func cloneKey(k payoutkit.APIKey) payoutkit.APIKey {
+	k.Scopes, k.AllowIPs = slices.Clone(k.Scopes), slices.Clone(k.AllowIPs)
+	return k
 }
 
 // Workspace implements payoutkit.WorkspaceStore.
@@ -225,6 +233,7 @@ func (s *Store) insertKey(key payoutkit.APIKey) error {
 	if _, err := s.workspace(key.WorkspaceID); err != nil {
 		return err
 	}
+	key = cloneKey(key)
 	s.keys[key.Prefix] = &key
 	return nil
 }
@@ -237,7 +246,7 @@ func (s *Store) APIKey(_ context.Context, prefix string) (payoutkit.APIKey, erro
 	if k == nil {
 		return payoutkit.APIKey{}, payoutkit.ErrNotFound
 	}
-	return *k, nil
+	return cloneKey(*k), nil
 }
 
 // APIKeyBalance implements payoutkit.KeyBalanceReader.
@@ -252,7 +261,7 @@ func (s *Store) APIKeyBalance(_ context.Context, prefix string) (payoutkit.APIKe
 	if err != nil {
 		return payoutkit.APIKey{}, payoutkit.Balance{}, err
 	}
-	return *k, w.balance, nil
+	return cloneKey(*k), w.balance, nil
 }
 
 // APIKeys implements payoutkit.KeyStore.
@@ -262,7 +271,7 @@ func (s *Store) APIKeys(_ context.Context, workspaceID string) ([]payoutkit.APIK
 	var out []payoutkit.APIKey
 	for _, k := range s.keys {
 		if k.WorkspaceID == workspaceID {
-			out = append(out, *k)
+			out = append(out, cloneKey(*k))
 		}
 	}
 	slices.SortFunc(out, func(a, b payoutkit.APIKey) int {
@@ -820,16 +829,18 @@ func (s *Store) OutboxHealth(context.Context) (payoutkit.OutboxHealth, error) {
 	defer s.mu.Unlock()
 	var h payoutkit.OutboxHealth
 	for _, e := range s.events {
-		switch e.State {
-		case payoutkit.DeliveryPending:
+		switch e.EventState() {
+		case payoutkit.EventStatePending:
 			h.Pending++
 			if h.OldestPending.IsZero() || e.CreatedAt.Before(h.OldestPending) {
 				h.OldestPending = e.CreatedAt
 			}
-		case payoutkit.DeliveryDelivered:
+		case payoutkit.EventStateDelivered:
 			h.Delivered++
-		case payoutkit.DeliveryFailed:
+		case payoutkit.EventStateFailed:
 			h.Failed++
+		case payoutkit.EventStateNotSent:
+			h.NotSent++
 		}
 	}
 	return h, nil

@@ -38,6 +38,20 @@ func loadMigrations() ([]sqlcore.Migration, error) {
 	return sqlcore.LoadMigrations(migrationFiles, "migrations", "postgres")
 }
 
+// migrateOrCheck brings the schema up to date or, for a store opened
+// WithExistingSchema, checks that it is.
+func (s *Store) migrateOrCheck(ctx context.Context) error {
+	if !s.d.existing {
+		return s.migrate(ctx)
+	}
+	ms, err := loadMigrations()
+	if err != nil {
+		return err
+	}
+	return sqlcore.CheckSchema(ctx, s.w.Reader(), s.d.name, `SELECT to_regclass('schema_migrations') IS NOT NULL`,
+		ms[len(ms)-1].Version, translate)
+}
+
 // migrate brings the schema up to date.
 func (s *Store) migrate(ctx context.Context) error { return s.migrateTo(ctx, 0) }
 

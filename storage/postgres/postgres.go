@@ -63,6 +63,13 @@ var (
 	// ErrClosed reports a write submitted to a Store after (or while) it
 	// was closed. Nothing of that write was applied.
 	ErrClosed = sqlcore.ErrClosed
+	// ErrNoSchema reports that a store opened WithExistingSchema found no
+	// payoutkit tables in the database (or its search_path's schema).
+	ErrNoSchema = sqlcore.ErrNoSchema
+	// ErrSchemaOutdated reports that a store opened WithExistingSchema found
+	// a schema older than this binary's: opening it without that option
+	// migrates it.
+	ErrSchemaOutdated = sqlcore.ErrSchemaOutdated
 )
 
 // Store is a payoutkit.Store in a PostgreSQL database. It is safe for
@@ -108,6 +115,9 @@ type db struct {
 	// callerDB is set when the pool is the caller's (New): Close leaves it
 	// open.
 	callerDB bool
+	// existing is set by WithExistingSchema: opening checks the schema
+	// instead of migrating it.
+	existing bool
 	// work tells this process's dispatchers that a write committed work
 	// for them (SubscribeWork).
 	work wake.Signal
@@ -129,6 +139,16 @@ type config struct {
 	// statisticsInterval is how often the store looks for tables to
 	// analyze (statistics.go); tests shorten it.
 	statisticsInterval time.Duration
+	existing           bool
+}
+
+// WithExistingSchema opens only a database that payoutkit has migrated to
+// this binary's schema, for a tool that must find payoutkit's tables rather
+// than create them in a mistyped database: Open and New apply no migration.
+// A database without payoutkit's tables is ErrNoSchema; an older schema is
+// ErrSchemaOutdated (opening without this option migrates it).
+func WithExistingSchema() Option {
+	return func(c *config) { c.existing = true }
 }
 
 // WithLogger sets where the store logs (migrations, statistics). Defaults
@@ -178,7 +198,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrateOrCheck(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
 	}
@@ -229,7 +249,7 @@ func New(ctx context.Context, bdb *bun.DB, opts ...Option) (*Store, error) {
 	}
 	s := newStore(bdb.DB, cfg, "caller's PostgreSQL database")
 	s.d.callerDB = true
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrateOrCheck(ctx); err != nil {
 		return nil, err
 	}
 	s.start()
@@ -253,7 +273,7 @@ func (s *Store) WithTx(tx bun.Tx) *Store {
 }
 
 func newStore(sqldb *sql.DB, cfg config, name string) *Store {
-	d := &db{sqldb: sqldb, log: cfg.logger, name: name, observeCommit: cfg.observeCommit,
+	d := &db{sqldb: sqldb, log: cfg.logger, name: name, observeCommit: cfg.observeCommit, existing: cfg.existing,
 		statisticsInterval: cfg.statisticsInterval, reads: newReadGroups(sqldb, readLanes)}
 	return &Store{d: d, w: d, ops: newOps(d)}
 }

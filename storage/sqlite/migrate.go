@@ -34,6 +34,25 @@ func loadMigrations() ([]sqlcore.Migration, error) {
 	return sqlcore.LoadMigrations(migrationFiles, "migrations", "sqlite")
 }
 
+// migrateOrCheck brings the schema up to date or, for a store opened
+// WithExistingSchema, checks that it is.
+func (s *Store) migrateOrCheck(ctx context.Context) error {
+	if !s.d.existing {
+		return s.migrate(ctx)
+	}
+	ms, err := loadMigrations()
+	if err != nil {
+		return err
+	}
+	err = sqlcore.CheckSchema(ctx, s.w.Reader(), s.d.name,
+		`SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations')`,
+		ms[len(ms)-1].Version, translate)
+	if p := openProblem(s.d.name, err); p != nil && !errors.Is(err, ErrNoSchema) && !errors.Is(err, ErrSchemaOutdated) {
+		return p
+	}
+	return err
+}
+
 // migrate brings the schema up to date.
 func (s *Store) migrate(ctx context.Context) error { return s.migrateTo(ctx, 0) }
 

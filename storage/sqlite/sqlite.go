@@ -24,8 +24,8 @@
 // (its creation and settlement, order credits, the outbox and hand-off
 // claims, delivery attempts) are group committed: concurrent ones share a
 // transaction, each in its own savepoint (or none, for a write that
-// refuses before changing anything), and so share its fsync (see
-// committer). Administrative writes (workspaces, keys, webhooks, staff
+// refuses before changing anything), and so share its fsync
+// (docs/ARCHITECTURE.md). Administrative writes (workspaces, keys, webhooks, staff
 // users, portal sessions, sign-in failures) keep transactions of their own
 // on the writer connection.
 package sqlite
@@ -35,6 +35,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -66,6 +67,14 @@ var (
 	// ErrClosed reports a write submitted to a Store after (or while) it
 	// was closed. Nothing of that write was applied.
 	ErrClosed = sqlcore.ErrClosed
+	// ErrNoSchema reports that a store opened WithExistingSchema found no
+	// payoutkit database: no file at the path, or one without payoutkit's
+	// tables.
+	ErrNoSchema = sqlcore.ErrNoSchema
+	// ErrSchemaOutdated reports that a store opened WithExistingSchema found
+	// a schema older than this binary's: opening it without that option
+	// migrates it.
+	ErrSchemaOutdated = sqlcore.ErrSchemaOutdated
 )
 
 // Store is a payoutkit.Store in a SQLite database. It is safe for
@@ -117,6 +126,9 @@ type db struct {
 	// callerDB is set when the database handle is the caller's (New): Close
 	// leaves it open.
 	callerDB bool
+	// existing is set by WithExistingSchema: opening checks the schema
+	// instead of migrating it.
+	existing bool
 	// priorityPath is the database's priority file (see
 	// WithPriorityWrites). priorityWriter is set by WithPriorityWrites;
 	// priority is the claim of a priority store while it opens.
@@ -139,6 +151,7 @@ type config struct {
 	busyTimeout   time.Duration
 	observeCommit func(writes int, d time.Duration)
 	priority      bool
+	existing      bool
 }
 
 // WithLogger sets where the store logs (migrations, mostly). Defaults to
@@ -182,6 +195,16 @@ func WithCommitObserver(fn func(writes int, d time.Duration)) Option {
 	return func(c *config) { c.observeCommit = fn }
 }
 
+// WithExistingSchema opens only a database that payoutkit has created and
+// migrated to this binary's schema, for a tool that must find a database
+// rather than make one where a path was mistyped: Open creates no file and
+// applies no migration. A missing file, or one without payoutkit's tables,
+// is ErrNoSchema; an older schema is ErrSchemaOutdated (opening without
+// this option migrates it). New checks the caller's database the same way.
+func WithExistingSchema() Option {
+	return func(c *config) { c.existing = true }
+}
+
 // defaultConfig is the configuration before options.
 func defaultConfig() config {
 	return config{
@@ -199,7 +222,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrateOrCheck(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
 	}
@@ -249,7 +272,7 @@ func New(ctx context.Context, bdb *bun.DB, opts ...Option) (*Store, error) {
 	}
 	s := newStore(bdb.DB, bdb.DB, cfg, "caller's SQLite database")
 	s.d.callerDB = true
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrateOrCheck(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.prepare(ctx); err != nil {
@@ -279,7 +302,7 @@ func (s *Store) WithTx(tx bun.Tx) *Store {
 }
 
 func newStore(wdb, rdb *sql.DB, cfg config, name string) *Store {
-	d := &db{wdb: wdb, rdb: rdb, log: cfg.logger, name: name, observeCommit: cfg.observeCommit}
+	d := &db{wdb: wdb, rdb: rdb, log: cfg.logger, name: name, observeCommit: cfg.observeCommit, existing: cfg.existing}
 	s := &Store{d: d, w: d}
 	s.ops = newOps(d, s)
 	return s
@@ -362,6 +385,16 @@ func open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.existing {
+		// Before anything is written beside it (the priority file): a
+		// missing database is the caller's mistake, named as such.
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: no SQLite database at %s", ErrNoSchema, path)
+		}
+		if params.Get("mode") == "" {
+			params.Set("mode", "rw") // SQLite's own open creates nothing either
+		}
+	}
 	// A priority store claims the lock's next turn before its first
 	// statement: opening (the journal mode, the migrations) may write too.
 	var claim *priorityClaim
@@ -382,7 +415,7 @@ func open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	// -shm files the database file's permissions.
 	// Where the file cannot be made here, SQLite's own open below fails and
 	// says why.
-	if params.Get("mode") != "ro" {
+	if params.Get("mode") != "ro" && !cfg.existing {
 		if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
 			_ = f.Close()
 		}

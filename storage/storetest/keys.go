@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"crypto/rand"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -19,7 +20,7 @@ func testKeys(t *testing.T, open Open) {
 			t.Fatalf("key %q does not have the form sk_<prefix>_<32>", key)
 		}
 		for _, h := range []string{"Bearer " + key, "bearer " + key, "BEARER " + key, key} {
-			p, err := e.eng.Authenticate(e.ctx, h)
+			p, err := e.eng.Authenticate(e.ctx, h, netip.Addr{})
 			if err != nil {
 				t.Fatalf("Authenticate(%q): %v", h, err)
 			}
@@ -33,7 +34,7 @@ func testKeys(t *testing.T, open Open) {
 			"Bearer " + key[:len(key)-1] + flip(key[len(key)-1]),
 		}
 		for _, h := range bad {
-			_, err := e.eng.Authenticate(e.ctx, h)
+			_, err := e.eng.Authenticate(e.ctx, h, netip.Addr{})
 			wantErr(t, err, payoutkit.ErrUnauthorized)
 			if payoutkit.CodeOf(err) != payoutkit.CodeUnauthorized {
 				t.Fatalf("code of %v = %d", err, payoutkit.CodeOf(err))
@@ -61,9 +62,9 @@ func testKeys(t *testing.T, open Open) {
 		if err != nil || n != 1 {
 			t.Fatalf("RevokeAPIKey = %d, %v; want 1", n, err)
 		}
-		_, err = e.eng.Authenticate(e.ctx, "Bearer "+nw.APIKey.Key)
+		_, err = e.eng.Authenticate(e.ctx, "Bearer "+nw.APIKey.Key, netip.Addr{})
 		wantErr(t, err, payoutkit.ErrUnauthorized)
-		if _, err := e.eng.Authenticate(e.ctx, "Bearer "+second.Key); err != nil {
+		if _, err := e.eng.Authenticate(e.ctx, "Bearer "+second.Key, netip.Addr{}); err != nil {
 			t.Fatalf("the other key stopped working: %v", err)
 		}
 		if n, _ := e.eng.RevokeAPIKey(e.ctx, nw.Workspace.ID, nw.APIKey.Prefix); n != 0 {
@@ -88,10 +89,10 @@ func testKeys(t *testing.T, open Open) {
 		second := must[payoutkit.NewKey](t)(e.eng.CreateAPIKey(e.ctx, nw.Workspace.ID))
 		fresh := must[payoutkit.NewKey](t)(e.eng.ResetAPIKeys(e.ctx, nw.Workspace.ID))
 		for _, old := range []string{nw.APIKey.Key, second.Key} {
-			_, err := e.eng.Authenticate(e.ctx, old)
+			_, err := e.eng.Authenticate(e.ctx, old, netip.Addr{})
 			wantErr(t, err, payoutkit.ErrUnauthorized)
 		}
-		p, err := e.eng.Authenticate(e.ctx, "Bearer "+fresh.Key)
+		p, err := e.eng.Authenticate(e.ctx, "Bearer "+fresh.Key, netip.Addr{})
 		if err != nil || p.WorkspaceID != nw.Workspace.ID {
 			t.Fatalf("new key: %+v, %v", p, err)
 		}
@@ -133,7 +134,7 @@ func testKeys(t *testing.T, open Open) {
 		}
 		_, _, err = e.store.APIKeyBalance(e.ctx, strings.Repeat("Z", len(nw.APIKey.Prefix)))
 		wantErr(t, err, payoutkit.ErrNotFound)
-		p, b, err := e.eng.AuthenticateBalance(e.ctx, "Bearer "+nw.APIKey.Key)
+		p, b, err := e.eng.AuthenticateBalance(e.ctx, "Bearer "+nw.APIKey.Key, netip.Addr{})
 		if err != nil || p.WorkspaceID != nw.Workspace.ID || p.KeyPrefix != nw.APIKey.Prefix {
 			t.Fatalf("AuthenticateBalance = %+v, %v", p, err)
 		}
@@ -141,7 +142,7 @@ func testKeys(t *testing.T, open Open) {
 			t.Fatalf("balance %+v; want %+v (10.34 available, 2.00 in progress)", b, want)
 		}
 		for _, h := range []string{"", "Bearer " + nw.APIKey.Key[:len(nw.APIKey.Key)-1] + flip(nw.APIKey.Key[len(nw.APIKey.Key)-1]), "sk_" + strings.Repeat("A", 8) + "_" + strings.Repeat("b", 32)} {
-			_, b, err := e.eng.AuthenticateBalance(e.ctx, h)
+			_, b, err := e.eng.AuthenticateBalance(e.ctx, h, netip.Addr{})
 			wantErr(t, err, payoutkit.ErrUnauthorized)
 			if b != (payoutkit.Balance{}) {
 				t.Fatalf("a refused key read balance %+v", b)
@@ -150,14 +151,14 @@ func testKeys(t *testing.T, open Open) {
 		if _, err := e.eng.RevokeAPIKey(e.ctx, nw.Workspace.ID, nw.APIKey.Prefix); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err = e.eng.AuthenticateBalance(e.ctx, "Bearer "+nw.APIKey.Key)
+		_, _, err = e.eng.AuthenticateBalance(e.ctx, "Bearer "+nw.APIKey.Key, netip.Addr{})
 		wantErr(t, err, payoutkit.ErrUnauthorized)
 	})
 
 	t.Run("LastUsed", func(t *testing.T) {
 		e := newEnv(t, open)
 		nw := e.workspace()
-		if _, err := e.eng.Authenticate(e.ctx, nw.APIKey.Key); err != nil {
+		if _, err := e.eng.Authenticate(e.ctx, nw.APIKey.Key, netip.Addr{}); err != nil {
 			t.Fatal(err)
 		}
 		k := must[payoutkit.APIKey](t)(e.store.APIKey(e.ctx, nw.APIKey.Prefix))

@@ -437,11 +437,104 @@ func testHealth(t *testing.T, open Open) {
 	must[payoutkit.Payout](t)(first(e.payout(older, "po-1", "1.00")))
 	noURL, err := e.eng.CreateWorkspace(e.ctx, payoutkit.CreateWorkspaceRequest{Name: "No URL"})
 	noErr(t, err)
-	e.fund(noURL.Workspace.ID, "1.00") // recorded failed
+	e.fund(noURL.Workspace.ID, "1.00") // recorded failed, not sent
 	h := must[payoutkit.OutboxHealth](t)(e.store.OutboxHealth(e.ctx))
 	evs := must[payoutkit.Page[payoutkit.Event]](t)(e.store.Events(e.ctx, older, payoutkit.PageRequest{}))
 	oldest := evs.Items[len(evs.Items)-1].CreatedAt
-	if h.Pending != 2 || h.Failed != 1 || h.Delivered != 0 || !h.OldestPending.Equal(oldest) {
-		t.Fatalf("health %+v; want 2 pending (oldest %v), 1 failed", h, oldest)
+	if h.Pending != 2 || h.Failed != 0 || h.NotSent != 1 || h.Delivered != 0 || !h.OldestPending.Equal(oldest) {
+		t.Fatalf("health %+v; want 2 pending (oldest %v), 1 not sent, none failed", h, oldest)
+	}
+	wantHealthByState(t, e, h, older, second, noURL.Workspace.ID)
+}
+
+// testHealthNotSent holds that OutboxHealth counts each event in the field
+// of its EventState: an event given up on after a receiver's refusals is
+// failed, one never sent for want of a URL (recorded so, or due after the
+// URL was removed) is not sent, and a resent one is pending again.
+func testHealthNotSent(t *testing.T, open Open) {
+	e := newEnv(t, open)
+	ws := e.workspace().Workspace.ID
+	e.fund(ws, "10.00")
+	must[payoutkit.Payout](t)(first(e.payout(ws, "po-1", "1.00")))
+	noURL, err := e.eng.CreateWorkspace(e.ctx, payoutkit.CreateWorkspaceRequest{Name: "No URL"})
+	noErr(t, err)
+	quiet := noURL.Workspace.ID
+	e.fund(quiet, "5.00")
+	must[payoutkit.Payout](t)(first(e.payout(quiet, "po-q", "1.00")))
+
+	// ws's order.paid is refused for good; its payout.submitted comes due
+	// after the URL was removed.
+	now := time.Now()
+	claimed := must[[]payoutkit.Event](t)(e.store.ClaimEvents(e.ctx, "w", now.Add(time.Hour), now.Add(2*time.Hour), 10))
+	if got := subjects(claimed); got != "order.paid payout.submitted/po-1" {
+		t.Fatalf("claimed %s", got)
+	}
+	for i, next := range []payoutkit.EventDelivery{
+		{State: payoutkit.DeliveryFailed, Attempts: 1, LastError: "connection refused"},
+		{State: payoutkit.DeliveryFailed, Attempts: 1, LastError: payoutkit.NoWebhookURLError},
+	} {
+		noErr(t, e.store.RecordAttempt(e.ctx, "w",
+			payoutkit.DeliveryAttempt{EventID: claimed[i].ID, Attempt: 1, At: now, Error: next.LastError}, next))
+	}
+	h := must[payoutkit.OutboxHealth](t)(e.store.OutboxHealth(e.ctx))
+	if h != (payoutkit.OutboxHealth{Failed: 1, NotSent: 3}) {
+		t.Fatalf("health %+v; want 1 failed, 3 not sent", h)
+	}
+	wantHealthByState(t, e, h, ws, quiet)
+	for ev, want := range map[string]payoutkit.EventState{claimed[0].ID: payoutkit.EventStateFailed, claimed[1].ID: payoutkit.EventStateNotSent} {
+		if got := must[payoutkit.Event](t)(e.store.Event(e.ctx, ws, ev)).EventState(); got != want {
+			t.Errorf("event %s is %s; want %s", ev, got, want)
+		}
+	}
+
+	// A resend makes a not-sent event pending, and one delivered after a
+	// URL is set counts as delivered.
+	quietEvents := must[payoutkit.Page[payoutkit.Event]](t)(e.store.Events(e.ctx, quiet, payoutkit.PageRequest{}))
+	resent := quietEvents.Items[0]
+	must[payoutkit.Workspace](t)(e.eng.SetWebhookURL(e.ctx, quiet, "https://hooks.example/late"))
+	noErr(t, e.store.ResendEvent(e.ctx, quiet, resent.ID, now))
+	h = must[payoutkit.OutboxHealth](t)(e.store.OutboxHealth(e.ctx))
+	if h.Pending != 1 || h.Failed != 1 || h.NotSent != 2 || h.Delivered != 0 || !h.OldestPending.Equal(resent.CreatedAt) {
+		t.Fatalf("health after a resend %+v; want 1 pending (recorded %v), 1 failed, 2 not sent", h, resent.CreatedAt)
+	}
+	wantHealthByState(t, e, h, ws, quiet)
+	again := must[[]payoutkit.Event](t)(e.store.ClaimEvents(e.ctx, "w", now.Add(time.Hour), now.Add(2*time.Hour), 10))
+	if len(again) != 1 || again[0].ID != resent.ID {
+		t.Fatalf("after a resend, claimed %s", subjects(again))
+	}
+	noErr(t, e.store.RecordAttempt(e.ctx, "w",
+		payoutkit.DeliveryAttempt{EventID: resent.ID, Attempt: 1, At: now, StatusCode: 200, ResponseHead: "success"},
+		payoutkit.EventDelivery{State: payoutkit.DeliveryDelivered, Attempts: 1}))
+	h = must[payoutkit.OutboxHealth](t)(e.store.OutboxHealth(e.ctx))
+	if h != (payoutkit.OutboxHealth{Delivered: 1, Failed: 1, NotSent: 2}) {
+		t.Fatalf("health after delivering the resent event %+v; want 1 delivered, 1 failed, 2 not sent", h)
+	}
+	wantHealthByState(t, e, h, ws, quiet)
+}
+
+// wantHealthByState fails unless h's counts are those of the EventState of
+// every event of the workspaces, which must be all the store holds.
+func wantHealthByState(t *testing.T, e *env, h payoutkit.OutboxHealth, workspaces ...string) {
+	t.Helper()
+	var got payoutkit.OutboxHealth
+	for _, ws := range workspaces {
+		for _, ev := range must[payoutkit.Page[payoutkit.Event]](t)(e.store.Events(e.ctx, ws, payoutkit.PageRequest{Limit: payoutkit.MaxListLimit})).Items {
+			switch ev.EventState() {
+			case payoutkit.EventStatePending:
+				got.Pending++
+			case payoutkit.EventStateDelivered:
+				got.Delivered++
+			case payoutkit.EventStateFailed:
+				got.Failed++
+			case payoutkit.EventStateNotSent:
+				got.NotSent++
+			default:
+				t.Fatalf("event %s in state %q", ev.ID, ev.EventState())
+			}
+		}
+	}
+	got.OldestPending = h.OldestPending
+	if got != h {
+		t.Fatalf("health %+v; the events' states count %+v", h, got)
 	}
 }

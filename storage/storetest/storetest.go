@@ -21,6 +21,7 @@ type Open func(t *testing.T) payoutkit.Store
 // Run runs the whole suite. Each test gets its own store from open.
 func Run(t *testing.T, open Open) {
 	t.Run("Keys", func(t *testing.T) { testKeys(t, open) })
+	t.Run("KeyControls", func(t *testing.T) { testKeyControls(t, open) })
 	t.Run("Workspaces", func(t *testing.T) { testWorkspaces(t, open) })
 	t.Run("Payouts", func(t *testing.T) { testPayouts(t, open) })
 	t.Run("Orders", func(t *testing.T) { testOrders(t, open) })
@@ -31,6 +32,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("Work", func(t *testing.T) { testWork(t, open) })
 	t.Run("Prune", func(t *testing.T) { testPrune(t, open) })
 	t.Run("Health", func(t *testing.T) { testHealth(t, open) })
+	t.Run("HealthNotSent", func(t *testing.T) { testHealthNotSent(t, open) })
 	t.Run("Handoffs", func(t *testing.T) { testHandoffs(t, open) })
 	t.Run("Filters", func(t *testing.T) { testFilters(t, open) })
 	t.Run("Customers", func(t *testing.T) { testCustomers(t, open) })

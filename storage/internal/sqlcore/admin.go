@@ -102,8 +102,9 @@ func (o *Ops) InsertAPIKey(ctx context.Context, key payoutkit.APIKey) error {
 }
 
 func (o *Ops) insertKey(ctx context.Context, q Querier, key payoutkit.APIKey) error {
-	_, err := q.ExecContext(ctx, `INSERT INTO api_keys (`+KeyCols+`) VALUES ($1, $2, $3, $4, $5, $6)`,
-		key.Prefix, key.WorkspaceID, key.Hash[:], o.c.TS(key.CreatedAt), o.c.TS(key.RevokedAt), o.c.TS(key.LastUsedAt))
+	scopes, allowIPs := KeyControlArgs(key)
+	_, err := q.ExecContext(ctx, `INSERT INTO api_keys (`+KeyCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		key.Prefix, key.WorkspaceID, key.Hash[:], o.c.TS(key.CreatedAt), o.c.TS(key.RevokedAt), o.c.TS(key.LastUsedAt), scopes, allowIPs)
 	return err
 }
 
@@ -117,7 +118,7 @@ func (o *Ops) APIKey(ctx context.Context, prefix string) (payoutkit.APIKey, erro
 }
 
 // APIKeyBalanceSQL reads a key and its workspace's balance in one query.
-const APIKeyBalanceSQL = `SELECT k.prefix, k.workspace_id, k.hash, k.created_at, k.revoked_at, k.last_used_at, b.available, b.in_progress
+const APIKeyBalanceSQL = `SELECT k.prefix, k.workspace_id, k.hash, k.created_at, k.revoked_at, k.last_used_at, k.scopes, k.allow_ips, b.available, b.in_progress
 	FROM api_keys k JOIN balances b ON b.workspace_id = k.workspace_id WHERE k.prefix = $1`
 
 // APIKeyBalance implements payoutkit.KeyBalanceReader: one query for what
@@ -126,7 +127,8 @@ func (o *Ops) APIKeyBalance(ctx context.Context, prefix string) (payoutkit.APIKe
 	var k payoutkit.APIKey
 	var b payoutkit.Balance
 	err := o.w.ReadRow(ctx, APIKeyBalanceSQL, prefix).Scan(&k.Prefix, &k.WorkspaceID, HashCol{H: &k.Hash},
-		TimeCol{T: &k.CreatedAt}, TimeCol{T: &k.RevokedAt}, TimeCol{T: &k.LastUsedAt}, &b.Available, &b.InProgress)
+		TimeCol{T: &k.CreatedAt}, TimeCol{T: &k.RevokedAt}, TimeCol{T: &k.LastUsedAt},
+		ScopesCol{S: &k.Scopes}, AllowIPsCol{P: &k.AllowIPs}, &b.Available, &b.InProgress)
 	if err != nil {
 		return payoutkit.APIKey{}, payoutkit.Balance{}, o.c.Translate(ctx, "API key and balance", err)
 	}

@@ -115,3 +115,30 @@ func Ready(ctx context.Context, q Querier, name string, latest int, translate fu
 	}
 	return nil
 }
+
+// CheckSchema reports whether the database behind q holds payoutkit's
+// schema at version latest, for a store that opens without migrating: nil;
+// ErrNoSchema when tableExistsSQL (a query of one boolean) finds no
+// schema_migrations or it is empty; ErrSchemaOutdated when it is older; an
+// error when it is newer. name names the database.
+func CheckSchema(ctx context.Context, q Querier, name, tableExistsSQL string, latest int, translate func(ctx context.Context, op string, err error) error) error {
+	var exists bool
+	if err := q.QueryRowContext(ctx, tableExistsSQL).Scan(&exists); err != nil {
+		return fmt.Errorf("sqlstore: reading the schema of %s: %w", name, translate(ctx, "schema", err))
+	}
+	var current int
+	if exists {
+		if err := q.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+			return fmt.Errorf("sqlstore: reading the schema version of %s: %w", name, translate(ctx, "schema", err))
+		}
+	}
+	switch {
+	case current == 0:
+		return fmt.Errorf("%w: %s holds no payoutkit tables", ErrNoSchema, name)
+	case current < latest:
+		return fmt.Errorf("%w: %s has schema version %d; this binary needs %d", ErrSchemaOutdated, name, current, latest)
+	case current > latest:
+		return fmt.Errorf("sqlstore: database schema version %d of %s is newer than this binary (%d)", current, name, latest)
+	}
+	return nil
+}

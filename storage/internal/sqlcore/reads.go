@@ -80,15 +80,22 @@ func DeliveryAttempts(ctx context.Context, q Querier, eventID string) ([]payoutk
 const ResendEventSQL = `UPDATE events SET state = 'pending', next_attempt_at = $3, lease_owner = NULL, lease_until = NULL
 		WHERE id = $1 AND workspace_id = $2 AND state <> 'pending'`
 
-// OutboxHealth reads the outbox's counts through q in one statement.
+// OutboxHealth reads the outbox's counts through q in one statement. A
+// failed event is counted as not sent when its last error is
+// payoutkit.NoWebhookURLError, as EventDelivery.EventState has it; both
+// counts come from one pass over the failed events.
 func OutboxHealth(ctx context.Context, q Querier) (payoutkit.OutboxHealth, error) {
 	var h payoutkit.OutboxHealth
 	err := q.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM events WHERE state = 'pending'),
 		(SELECT count(*) FROM events WHERE state = 'delivered'),
-		(SELECT count(*) FROM events WHERE state = 'failed'),
-		(SELECT MIN(created_at) FROM events WHERE state = 'pending')`).
-		Scan(&h.Pending, &h.Delivered, &h.Failed, TimeCol{&h.OldestPending})
+		f.failed, f.not_sent,
+		(SELECT MIN(created_at) FROM events WHERE state = 'pending')
+		FROM (SELECT
+			COALESCE(SUM(CASE WHEN last_error = $1 THEN 0 ELSE 1 END), 0) AS failed,
+			COALESCE(SUM(CASE WHEN last_error = $1 THEN 1 ELSE 0 END), 0) AS not_sent
+			FROM events WHERE state = 'failed') f`, payoutkit.NoWebhookURLError).
+		Scan(&h.Pending, &h.Delivered, &h.Failed, &h.NotSent, TimeCol{&h.OldestPending})
 	return h, err
 }
 

@@ -14,6 +14,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -64,6 +65,12 @@ var (
 	// ErrClosed reports a write submitted to a store after (or while) it
 	// was closed. Nothing of that write was applied.
 	ErrClosed = errors.New("sqlstore: store is closed")
+	// ErrNoSchema reports that a store opened without migrating found no
+	// payoutkit database: no file, or no payoutkit tables in it.
+	ErrNoSchema = errors.New("sqlstore: no payoutkit database")
+	// ErrSchemaOutdated reports that a store opened without migrating found
+	// a schema older than the one its binary needs.
+	ErrSchemaOutdated = errors.New("sqlstore: the database's schema is older than this binary's")
 	// ErrNothingToCommit rolls back a write that succeeded without a change.
 	ErrNothingToCommit = errors.New("sqlstore: nothing to commit")
 )
@@ -238,7 +245,7 @@ const (
 	OrderCols      = `workspace_id, order_id, status, amount, payer_id, description, created_at, updated_at, paid_at`
 	LedgerCols     = `workspace_id, kind, amount, ref, event_id, created_at`
 	EventCols      = `id, workspace_id, type, subject, created_at, body, state, attempts, next_attempt_at, last_error`
-	KeyCols        = `prefix, workspace_id, hash, created_at, revoked_at, last_used_at`
+	KeyCols        = `prefix, workspace_id, hash, created_at, revoked_at, last_used_at, scopes, allow_ips`
 	AttemptCols    = `event_id, attempt, attempted_at, status_code, latency_ns, error_message, response_head`
 	CustomerCols   = `workspace_id, payer_id, paid_in, paid_out, in_progress, first_seen_at`
 	SessionCols    = `token_hash, workspace_id, staff_email, created_at, last_seen_at`
@@ -296,8 +303,72 @@ func EventArgs(ev payoutkit.Event, ts func(time.Time) any) []any {
 // ScanKey scans KeyCols.
 func ScanKey(sc Scanner) (payoutkit.APIKey, error) {
 	var k payoutkit.APIKey
-	err := sc.Scan(&k.Prefix, &k.WorkspaceID, HashCol{&k.Hash}, TimeCol{&k.CreatedAt}, TimeCol{&k.RevokedAt}, TimeCol{&k.LastUsedAt})
+	err := sc.Scan(&k.Prefix, &k.WorkspaceID, HashCol{&k.Hash}, TimeCol{&k.CreatedAt}, TimeCol{&k.RevokedAt}, TimeCol{&k.LastUsedAt},
+		ScopesCol{&k.Scopes}, AllowIPsCol{&k.AllowIPs})
 	return k, err
+}
+
+// KeyControlArgs are an API key's scopes and allowlist as the columns
+// scopes and allow_ips store them: comma-separated text.
+func KeyControlArgs(k payoutkit.APIKey) (scopes, allowIPs string) {
+	s := make([]string, len(k.Scopes))
+	for i, sc := range k.Scopes {
+		s[i] = string(sc)
+	}
+	return strings.Join(s, ","), strings.Join(payoutkit.FormatAllowIPs(k.AllowIPs), ",")
+}
+
+// ScopesCol scans the scopes column: a key's scopes, comma-separated,
+// never nil (empty text is a read-only key).
+type ScopesCol struct{ S *[]payoutkit.Scope }
+
+// Scan implements sql.Scanner.
+func (c ScopesCol) Scan(src any) error {
+	text, err := textOf(src)
+	if err != nil {
+		return err
+	}
+	*c.S = []payoutkit.Scope{}
+	for w := range strings.SplitSeq(text, ",") {
+		if w != "" {
+			*c.S = append(*c.S, payoutkit.Scope(w))
+		}
+	}
+	return nil
+}
+
+// AllowIPsCol scans the allow_ips column: CIDR ranges and addresses,
+// comma-separated (empty text is no allowlist).
+type AllowIPsCol struct{ P *[]netip.Prefix }
+
+// Scan implements sql.Scanner.
+func (c AllowIPsCol) Scan(src any) error {
+	text, err := textOf(src)
+	if err != nil {
+		return err
+	}
+	*c.P = nil
+	if text == "" {
+		return nil
+	}
+	list, err := payoutkit.ParseAllowIPs(strings.Split(text, ","))
+	if err != nil {
+		return fmt.Errorf("sqlstore: stored allow_ips %q: %w", text, err)
+	}
+	*c.P = list
+	return nil
+}
+
+// textOf reads a TEXT column, which drivers hand over as a string or bytes.
+func textOf(src any) (string, error) {
+	switch v := src.(type) {
+	case string:
+		return v, nil
+	case []byte:
+		return string(v), nil
+	default:
+		return "", fmt.Errorf("sqlstore: cannot read text from %T", src)
+	}
 }
 
 // ScanAttempt scans AttemptCols.

@@ -1,4 +1,7 @@
--- Reserved for the key scopes and key address allowlists of contract
--- section 10 (branch keyctl, which writes this migration); a placeholder
--- here so that 0010 follows 0009. The merge with keyctl takes its file.
-SELECT 1;
+-- An API key's controls (contract section 10): the writes it may make,
+-- comma-separated ("orders:write,payouts:write"; empty: read-only), and the
+-- client address ranges it may be used from, comma-separated CIDR ranges
+-- (empty: any address). Keys made before them keep every scope and any
+-- address, so nothing changes for them.
+ALTER TABLE api_keys ADD COLUMN scopes TEXT NOT NULL DEFAULT 'orders:write,payouts:write';
+ALTER TABLE api_keys ADD COLUMN allow_ips TEXT NOT NULL DEFAULT '';
