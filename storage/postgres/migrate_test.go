@@ -23,7 +23,8 @@ func TestMigrationBackfillsCustomers(t *testing.T) {
 var db = sqltest.DB[*postgres.Store]{
 	Open:          func(ctx context.Context, dsn string) (*postgres.Store, error) { return postgres.Open(ctx, dsn) },
 	OpenAtVersion: postgres.OpenAtVersion,
-	Exec:          postgres.Exec, TS: postgres.TS,
+	Exec:          postgres.Exec,
+	TS:            postgres.TS,
 }
 
 func testBackfill(t *testing.T, dsn string) { sqltest.MigrationBackfill(t, dsn, db) }

@@ -23,7 +23,8 @@ func TestMigrationBackfillsCustomers(t *testing.T) {
 var db = sqltest.DB[*sqlite.Store]{
 	Open:          func(ctx context.Context, dsn string) (*sqlite.Store, error) { return sqlite.Open(ctx, dsn) },
 	OpenAtVersion: sqlite.OpenAtVersion,
-	Exec:          sqlite.Exec, TS: sqlite.TS,
+	Exec:          sqlite.Exec,
+	TS:            sqlite.TS,
 }
 
 func testBackfill(t *testing.T, dsn string) { sqltest.MigrationBackfill(t, dsn, db) }
