@@ -1,210 +1,53 @@
 package postgres_test
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"sync/atomic"
 	"testing"
-	"time"
-
-	"github.com/payoutkit/payoutkit/storage/postgres/pgtest"
 
 	"github.com/payoutkit/payoutkit"
-	"github.com/payoutkit/payoutkit/storage/memstore"
+	"github.com/payoutkit/payoutkit/storage/internal/sqltest"
 	"github.com/payoutkit/payoutkit/storage/postgres"
-	"github.com/payoutkit/payoutkit/storage/storetest"
+	"github.com/payoutkit/payoutkit/storage/postgres/pgtest"
 )
 
 func openBench(b *testing.B, dsn string) (*postgres.Store, error) {
 	return postgres.Open(b.Context(), dsn, postgres.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 }
 
-// benchStore is one store under benchmark, with a funded workspace.
-type benchStore struct {
-	name  string
-	store payoutkit.Store
-	eng   *payoutkit.Engine
-	ws    string
-}
-
-// reportBatches runs f: the writes per commit are reported on SQLite
-// (storage/sqlite's benchmarks), whose one committer counts them.
-func (st benchStore) reportBatches(_ *testing.B, f func()) { f() }
-
-// benchStores opens the stores to compare: memory, and PostgreSQL when
-// PAYOUTKIT_TEST_POSTGRES is set.
-func benchStores(b *testing.B) []benchStore {
-	b.Helper()
-	stores := []struct {
-		name string
-		open func() payoutkit.Store
-	}{
-		{"memory", func() payoutkit.Store { return memstore.New() }},
-	}
+// benchDB compares memory with PostgreSQL when PAYOUTKIT_TEST_POSTGRES is
+// set; the writes per commit are reported on SQLite (storage/sqlite's
+// benchmarks), whose one committer counts them.
+func benchDB(*testing.B) sqltest.Bench {
+	db := sqltest.Bench{Name: "postgres"}
 	if dsn := os.Getenv("PAYOUTKIT_TEST_POSTGRES"); dsn != "" {
-		stores = append(stores, struct {
-			name string
-			open func() payoutkit.Store
-		}{"postgres", func() payoutkit.Store {
+		db.Open = func(b *testing.B) payoutkit.Store {
 			s, err := openBench(b, pgtest.FreshSchema(b, dsn))
 			if err != nil {
 				b.Fatal(err)
 			}
 			return s
-		}})
-	}
-	out := make([]benchStore, len(stores))
-	for i, st := range stores {
-		s := st.open()
-		b.Cleanup(func() { s.Close() })
-		eng := newEngine(b, s)
-		nw, err := eng.CreateWorkspace(b.Context(), payoutkit.CreateWorkspaceRequest{Name: "Bench", WebhookURL: "https://hooks.example/payoutkit"})
-		if err != nil {
-			b.Fatal(err)
 		}
-		for j := range 10 {
-			fund(b, eng, nw.Workspace.ID, fmt.Sprintf("fund-%d", j), "1000000000.00")
-		}
-		out[i] = benchStore{name: st.name, store: s, eng: eng, ws: nw.Workspace.ID}
 	}
-	return out
+	return db
 }
 
 // BenchmarkCreatePayout measures accepted payouts through the engine: a
 // replay lookup, then the debit, payout, ledger entry and event in one
 // transaction.
-func BenchmarkCreatePayout(b *testing.B) {
-	var seq atomic.Int64
-	for _, st := range benchStores(b) {
-		create := func(b *testing.B) bool {
-			id := fmt.Sprintf("po-%d", seq.Add(1))
-			_, _, err := st.eng.CreatePayout(b.Context(), st.ws, payoutRequest(id, "0.01"))
-			if err != nil {
-				b.Error(err)
-			}
-			return err == nil
-		}
-		b.Run(st.name+"/serial", func(b *testing.B) {
-			st.reportBatches(b, func() {
-				for b.Loop() && create(b) {
-				}
-			})
-		})
-		// Group commit on SQLite batches whatever is queued when a commit
-		// ends, so it needs concurrent callers: an HTTP server has many.
-		for _, par := range []int{1, 8, 32} {
-			name := st.name + "/parallel"
-			if par > 1 {
-				name += fmt.Sprintf("x%d", par)
-			}
-			b.Run(name, func(b *testing.B) {
-				b.SetParallelism(par)
-				st.reportBatches(b, func() {
-					b.RunParallel(func(pb *testing.PB) {
-						for pb.Next() && create(b) {
-						}
-					})
-				})
-			})
-		}
-	}
-}
+func BenchmarkCreatePayout(b *testing.B) { sqltest.BenchCreatePayout(b, benchDB(b)) }
 
 // BenchmarkBalance measures the read behind GET /v1/balance.
-func BenchmarkBalance(b *testing.B) {
-	for _, st := range benchStores(b) {
-		read := func(b *testing.B) bool {
-			_, err := st.eng.Balance(b.Context(), st.ws)
-			if err != nil {
-				b.Error(err)
-			}
-			return err == nil
-		}
-		b.Run(st.name+"/serial", func(b *testing.B) {
-			for b.Loop() && read(b) {
-			}
-		})
-		b.Run(st.name+"/parallel", func(b *testing.B) {
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() && read(b) {
-				}
-			})
-		})
-	}
-}
+func BenchmarkBalance(b *testing.B) { sqltest.BenchBalance(b, benchDB(b)) }
 
 // BenchmarkCreatePayoutSpread creates payouts over 100 workspaces from 32
 // callers: on PostgreSQL their balance rows lock apart, so committers run
 // side by side.
-func BenchmarkCreatePayoutSpread(b *testing.B) {
-	var seq atomic.Int64
-	for _, st := range benchStores(b) {
-		var wss []string
-		for i := range 100 {
-			nw, err := st.eng.CreateWorkspace(b.Context(), payoutkit.CreateWorkspaceRequest{Name: "Spread", WebhookURL: "https://hooks.example/payoutkit"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			fund(b, st.eng, nw.Workspace.ID, fmt.Sprintf("fund-%d", i), "1000000000.00")
-			wss = append(wss, nw.Workspace.ID)
-		}
-		b.Run(st.name+"/parallelx32", func(b *testing.B) {
-			b.SetParallelism(32)
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					n := seq.Add(1)
-					if _, _, err := st.eng.CreatePayout(b.Context(), wss[n%100], payoutRequest(fmt.Sprintf("po-%d", n), "0.01")); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-		})
-	}
-}
+func BenchmarkCreatePayoutSpread(b *testing.B) { sqltest.BenchCreatePayoutSpread(b, benchDB(b)) }
 
 // BenchmarkCreatePayoutControls measures accepted payouts with the
 // workspace's payout controls off (the debit's controls flag alone) and on
 // (a daily limit and the address allowlist, judged in the create's
 // transaction).
-func BenchmarkCreatePayoutControls(b *testing.B) {
-	var seq atomic.Int64
-	for _, st := range benchStores(b) {
-		create := func(b *testing.B) bool {
-			id := fmt.Sprintf("po-%d", seq.Add(1))
-			_, _, err := st.eng.CreatePayout(b.Context(), st.ws, payoutRequest(id, "0.01"))
-			if err != nil {
-				b.Error(err)
-			}
-			return err == nil
-		}
-		run := func(mode string) {
-			b.Run(st.name+"/"+mode+"/serial", func(b *testing.B) {
-				for b.Loop() && create(b) {
-				}
-			})
-			b.Run(st.name+"/"+mode+"/parallelx8", func(b *testing.B) {
-				b.SetParallelism(8)
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() && create(b) {
-					}
-				})
-			})
-		}
-		run("off")
-		on, none := true, time.Duration(0)
-		limit := payoutkit.LimitOf(100_000_000_00)
-		if _, err := st.eng.SetPayoutPolicy(b.Context(), st.ws, payoutkit.PolicyPatch{CoolingOff: &none}, payoutkit.ActorCLI); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := st.eng.AddAddress(b.Context(), st.ws, "TRON", storetest.TronAddress, "", payoutkit.ActorCLI); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := st.eng.SetPayoutPolicy(b.Context(), st.ws, payoutkit.PolicyPatch{DailyLimit: &limit, AddressAllowlist: &on}, payoutkit.ActorCLI); err != nil {
-			b.Fatal(err)
-		}
-		run("on")
-	}
-}
+func BenchmarkCreatePayoutControls(b *testing.B) { sqltest.BenchCreatePayoutControls(b, benchDB(b)) }

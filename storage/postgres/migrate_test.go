@@ -1,13 +1,10 @@
 package postgres_test
 
 import (
-	"fmt"
+	"context"
 	"testing"
-	"time"
 
-	"github.com/google/go-cmp/cmp"
-
-	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/storage/internal/sqltest"
 	"github.com/payoutkit/payoutkit/storage/postgres"
 	"github.com/payoutkit/payoutkit/storage/postgres/pgtest"
 )
@@ -22,146 +19,12 @@ func TestMigrationBackfillsCustomers(t *testing.T) {
 	})
 }
 
-func testBackfill(t *testing.T, dsn string) {
-	ctx := t.Context()
-	old, err := postgres.OpenAtVersion(ctx, dsn, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	at := func(minutes int) time.Time { return base.Add(time.Duration(minutes) * time.Minute) }
-	exec := func(query string, args ...any) {
-		t.Helper()
-		if err := postgres.Exec(ctx, old, query, args...); err != nil {
-			t.Fatalf("%s: %v", query, err)
-		}
-	}
-	ledger := func(ws, kind string, amount int64, ref string, when time.Time) {
-		t.Helper()
-		exec(`INSERT INTO ledger_entries (workspace_id, kind, amount, ref, event_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-			ws, kind, amount, ref, "evt_"+ref, postgres.TS(old, when))
-	}
-	// The rows as the 0001 schema's store wrote them, balances included.
-	balance := map[string][2]int64{} // available, in progress
-	payout := func(ws, id, payer, status string, amount int64, minute int) {
-		t.Helper()
-		when := postgres.TS(old, at(minute))
-		exec(`INSERT INTO payouts (workspace_id, payout_id, status, amount, asset, network, address, payer_id, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, 'USDT', 'TRON', 'T...', $5, $6, $6)`, ws, id, status, amount, payer, when)
-		ledger(ws, "payout_debit", -amount, id, at(minute))
-		b := balance[ws]
-		switch status {
-		case "submitted":
-			b[0], b[1] = b[0]-amount, b[1]+amount
-		case "completed":
-			b[0] -= amount
-		case "failed":
-			ledger(ws, "payout_refund", amount, id, at(minute))
-		}
-		balance[ws] = b
-	}
-	order := func(ws, id, payer string, paid bool, amount int64, minute int) {
-		t.Helper()
-		status, paidAt := "pending", any(nil)
-		if paid {
-			status, paidAt = "paid", postgres.TS(old, at(minute))
-			ledger(ws, "order_credit", amount, id, at(minute))
-			b := balance[ws]
-			b[0] += amount
-			balance[ws] = b
-		}
-		exec(`INSERT INTO orders (workspace_id, order_id, status, amount, payer_id, created_at, updated_at, paid_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $6, $7)`, ws, id, status, amount, payer, postgres.TS(old, at(minute-1)), paidAt)
-	}
-	for _, ws := range []string{"ws_one", "ws_two"} {
-		exec(`INSERT INTO workspaces (id, name, webhook_secret, created_at) VALUES ($1, 'Old', 'secret', $2)`, ws, postgres.TS(old, base))
-	}
-	order("ws_two", "x-1", "alice", true, 50_00, 1) // another workspace's alice, seen before everyone
-	payout("ws_two", "y-1", "alice", "submitted", 1_00, 2)
-	order("ws_one", "o-1", "alice", true, 100_00, 10)
-	payout("ws_one", "p-1", "alice", "submitted", 10_00, 11)
-	payout("ws_one", "p-3", "bob", "failed", 3_00, 12) // bob's only payout failed: he is a customer at zero
-	order("ws_one", "o-4", "bob", true, 20_00, 13)
-	payout("ws_one", "p-2", "alice", "completed", 5_00, 14)
-	payout("ws_one", "p-5", "carol", "completed", 2_00, 15)
-	order("ws_one", "o-2", "", true, 50_00, 16)     // no payer: no customer
-	order("ws_one", "o-3", "dave", false, 7_00, 17) // unpaid: not yet a customer
-	payout("ws_one", "p-6", "bob", "submitted", 4_00, 18)
-	for ws, b := range balance {
-		exec(`INSERT INTO balances (workspace_id, available, in_progress) VALUES ($1, $2, $3)`, ws, b[0], b[1])
-	}
-	if err := old.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	s, err := postgres.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	audit := func(ws string) {
-		t.Helper()
-		a, err := s.Audit(ctx, ws)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := a.Check(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	customers := func(ws string) []string {
-		t.Helper()
-		var out []string
-		req := payoutkit.PageRequest{Limit: 2}
-		for {
-			page, err := s.Customers(ctx, ws, req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range page.Items {
-				out = append(out, fmt.Sprintf("%s in %s out %s progress %s since %s",
-					c.PayerID, c.PaidIn, c.PaidOut, c.InProgress, c.FirstSeenAt.Format("15:04")))
-			}
-			if page.Next == "" {
-				return out
-			}
-			req.Cursor = page.Next
-		}
-	}
-	audit("ws_one")
-	audit("ws_two")
-	want := []string{ // newest first by the first movement
-		"carol in 0.00 out 2.00 progress 0.00 since 03:19",
-		"bob in 20.00 out 0.00 progress 4.00 since 03:16",
-		"alice in 100.00 out 5.00 progress 10.00 since 03:14",
-	}
-	if diff := cmp.Diff(want, customers("ws_one")); diff != "" {
-		t.Fatalf("backfilled customers (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"alice in 50.00 out 0.00 progress 1.00 since 03:05"}, customers("ws_two")); diff != "" {
-		t.Fatalf("the other workspace's customers (-want +got):\n%s", diff)
-	}
-
-	// The money paths carry on from the backfilled totals.
-	eng := newEngine(t, s)
-	if _, err := eng.CompletePayout(ctx, "ws_one", "p-6", "tx-6"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := eng.FailPayout(ctx, "ws_one", "p-1", "bounced"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := eng.MarkOrderPaid(ctx, "ws_one", "o-3"); err != nil {
-		t.Fatal(err)
-	}
-	req := payoutRequest("p-7", "1.50")
-	req.PayerID = "bob"
-	if _, _, err := eng.CreatePayout(ctx, "ws_one", req); err != nil {
-		t.Fatal(err)
-	}
-	audit("ws_one")
-	got := customers("ws_one")
-	if len(got) != 4 || got[0][:len("dave in 7.00 out 0.00 progress 0.00")] != "dave in 7.00 out 0.00 progress 0.00" ||
-		got[2] != "bob in 20.00 out 4.00 progress 1.50 since 03:16" || got[3] != "alice in 100.00 out 5.00 progress 0.00 since 03:14" {
-		t.Fatalf("customers after new movements = %q", got)
-	}
+// db is what sqltest's shared tests need of this package beyond its Store.
+var db = sqltest.DB[*postgres.Store]{
+	Open:          func(ctx context.Context, dsn string) (*postgres.Store, error) { return postgres.Open(ctx, dsn) },
+	OpenAtVersion: postgres.OpenAtVersion,
+	Exec:          postgres.Exec,
+	TS:            postgres.TS,
 }
+
+func testBackfill(t *testing.T, dsn string) { sqltest.MigrationBackfill(t, dsn, db) }

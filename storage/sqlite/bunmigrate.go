@@ -2,10 +2,11 @@ package sqlite
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/migrate"
+
+	"github.com/payoutkit/payoutkit/storage/internal/sqlcore"
 )
 
 // AddMigrations adds payoutkit's SQLite schema to a program's bun
@@ -22,17 +23,7 @@ func AddMigrations(ms *migrate.Migrations) error {
 	if err != nil {
 		return err
 	}
-	for _, f := range files {
-		version := f.Version
-		m := migrate.Migration{Name: fmt.Sprintf("payoutkit_%04d_%s", f.Version, f.Name), Comment: "payoutkit schema"}
-		m.Up = func(ctx context.Context, migrator *migrate.Migrator, _ *migrate.Migration) error {
-			return migrateBunDB(ctx, migrator.DB(), version)
-		}
-		m.Down = func(context.Context, *migrate.Migrator, *migrate.Migration) error {
-			return fmt.Errorf("sqlstore: payoutkit migration %d cannot be rolled back", version)
-		}
-		ms.Add(m)
-	}
+	sqlcore.AddBunMigrations(ms, files, migrateBunDB)
 	return nil
 }
 

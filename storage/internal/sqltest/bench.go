@@ -1,0 +1,220 @@
+package sqltest
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/storage/memstore"
+	"github.com/payoutkit/payoutkit/storage/storetest"
+)
+
+// Bench is the database a package's benchmarks compare with memstore.
+type Bench struct {
+	// Name names the database's sub-benchmarks.
+	Name string
+	// Open opens a fresh store; nil leaves the database out (PostgreSQL
+	// without PAYOUTKIT_TEST_POSTGRES).
+	Open func(b *testing.B) payoutkit.Store
+	// Batches, when set, returns how many transactions s's committer has
+	// run and how many writes they carried, and whether s has one.
+	Batches func(s payoutkit.Store) (batches, writes int64, ok bool)
+}
+
+// benchStore is one store under benchmark, with a funded workspace.
+type benchStore struct {
+	name  string
+	store payoutkit.Store
+	eng   *payoutkit.Engine
+	ws    string
+}
+
+// reportBatches runs f, reporting how many writes the store's committer
+// put in one transaction on average while f ran, where db counts them.
+func (db Bench) reportBatches(b *testing.B, st benchStore, f func()) {
+	if db.Batches == nil {
+		f()
+		return
+	}
+	b0, w0, ok := db.Batches(st.store)
+	if !ok {
+		f()
+		return
+	}
+	f()
+	b1, w1, _ := db.Batches(st.store)
+	if b1 > b0 {
+		b.ReportMetric(float64(w1-w0)/float64(b1-b0), "writes/commit")
+	}
+}
+
+// benchStores opens the stores to compare: memory and db's, when it opens.
+func benchStores(b *testing.B, db Bench) []benchStore {
+	b.Helper()
+	stores := []struct {
+		name string
+		open func() payoutkit.Store
+	}{
+		{"memory", func() payoutkit.Store { return memstore.New() }},
+	}
+	if db.Open != nil {
+		stores = append(stores, struct {
+			name string
+			open func() payoutkit.Store
+		}{db.Name, func() payoutkit.Store { return db.Open(b) }})
+	}
+	out := make([]benchStore, len(stores))
+	for i, st := range stores {
+		s := st.open()
+		b.Cleanup(func() { s.Close() })
+		eng := newEngine(b, s)
+		nw, err := eng.CreateWorkspace(b.Context(), payoutkit.CreateWorkspaceRequest{Name: "Bench", WebhookURL: "https://hooks.example/payoutkit"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for j := range 10 {
+			fund(b, eng, nw.Workspace.ID, fmt.Sprintf("fund-%d", j), "1000000000.00")
+		}
+		out[i] = benchStore{name: st.name, store: s, eng: eng, ws: nw.Workspace.ID}
+	}
+	return out
+}
+
+// BenchCreatePayout measures accepted payouts through the engine: a
+// replay lookup, then the debit, payout, ledger entry and event in one
+// transaction.
+func BenchCreatePayout(b *testing.B, db Bench) {
+	var seq atomic.Int64
+	for _, st := range benchStores(b, db) {
+		create := func(b *testing.B) bool {
+			id := fmt.Sprintf("po-%d", seq.Add(1))
+			_, _, err := st.eng.CreatePayout(b.Context(), st.ws, payoutRequest(id, "0.01"))
+			if err != nil {
+				b.Error(err)
+			}
+			return err == nil
+		}
+		b.Run(st.name+"/serial", func(b *testing.B) {
+			db.reportBatches(b, st, func() {
+				for b.Loop() && create(b) {
+				}
+			})
+		})
+		// Group commit on SQLite batches whatever is queued when a commit
+		// ends, so it needs concurrent callers: an HTTP server has many.
+		for _, par := range []int{1, 8, 32} {
+			name := st.name + "/parallel"
+			if par > 1 {
+				name += fmt.Sprintf("x%d", par)
+			}
+			b.Run(name, func(b *testing.B) {
+				b.SetParallelism(par)
+				db.reportBatches(b, st, func() {
+					b.RunParallel(func(pb *testing.PB) {
+						for pb.Next() && create(b) {
+						}
+					})
+				})
+			})
+		}
+	}
+}
+
+// BenchBalance measures the read behind GET /v1/balance.
+func BenchBalance(b *testing.B, db Bench) {
+	for _, st := range benchStores(b, db) {
+		read := func(b *testing.B) bool {
+			_, err := st.eng.Balance(b.Context(), st.ws)
+			if err != nil {
+				b.Error(err)
+			}
+			return err == nil
+		}
+		b.Run(st.name+"/serial", func(b *testing.B) {
+			for b.Loop() && read(b) {
+			}
+		})
+		b.Run(st.name+"/parallel", func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() && read(b) {
+				}
+			})
+		})
+	}
+}
+
+// BenchCreatePayoutSpread creates payouts over 100 workspaces from 32
+// callers: on PostgreSQL their balance rows lock apart, so committers run
+// side by side.
+func BenchCreatePayoutSpread(b *testing.B, db Bench) {
+	var seq atomic.Int64
+	for _, st := range benchStores(b, db) {
+		var wss []string
+		for i := range 100 {
+			nw, err := st.eng.CreateWorkspace(b.Context(), payoutkit.CreateWorkspaceRequest{Name: "Spread", WebhookURL: "https://hooks.example/payoutkit"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			fund(b, st.eng, nw.Workspace.ID, fmt.Sprintf("fund-%d", i), "1000000000.00")
+			wss = append(wss, nw.Workspace.ID)
+		}
+		b.Run(st.name+"/parallelx32", func(b *testing.B) {
+			b.SetParallelism(32)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					n := seq.Add(1)
+					if _, _, err := st.eng.CreatePayout(b.Context(), wss[n%100], payoutRequest(fmt.Sprintf("po-%d", n), "0.01")); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchCreatePayoutControls measures accepted payouts with the
+// workspace's payout controls off (the debit's controls flag alone) and on
+// (a daily limit and the address allowlist, judged in the create's
+// transaction).
+func BenchCreatePayoutControls(b *testing.B, db Bench) {
+	var seq atomic.Int64
+	for _, st := range benchStores(b, db) {
+		create := func(b *testing.B) bool {
+			id := fmt.Sprintf("po-%d", seq.Add(1))
+			_, _, err := st.eng.CreatePayout(b.Context(), st.ws, payoutRequest(id, "0.01"))
+			if err != nil {
+				b.Error(err)
+			}
+			return err == nil
+		}
+		run := func(mode string) {
+			b.Run(st.name+"/"+mode+"/serial", func(b *testing.B) {
+				for b.Loop() && create(b) {
+				}
+			})
+			b.Run(st.name+"/"+mode+"/parallelx8", func(b *testing.B) {
+				b.SetParallelism(8)
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() && create(b) {
+					}
+				})
+			})
+		}
+		run("off")
+		on, none := true, time.Duration(0)
+		limit := payoutkit.LimitOf(100_000_000_00)
+		if _, err := st.eng.SetPayoutPolicy(b.Context(), st.ws, payoutkit.PolicyPatch{CoolingOff: &none}, payoutkit.ActorCLI); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := st.eng.AddAddress(b.Context(), st.ws, "TRON", storetest.TronAddress, "", payoutkit.ActorCLI); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := st.eng.SetPayoutPolicy(b.Context(), st.ws, payoutkit.PolicyPatch{DailyLimit: &limit, AddressAllowlist: &on}, payoutkit.ActorCLI); err != nil {
+			b.Fatal(err)
+		}
+		run("on")
+	}
+}
