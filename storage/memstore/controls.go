@@ -14,6 +14,72 @@ type controls struct {
 	book     map[string]*payoutkit.AddressEntry
 	bookList []*payoutkit.AddressEntry
 	log      []logRow
+	window   window
+}
+
+// window keeps the sum of the payouts of the last 24 hours that have not
+// failed, so that a payout under a daily limit costs O(1) amortised however
+// many payouts the window holds. payoutList is in creation order, and while
+// creation times never go back it is sorted by them: the payouts before edge
+// were created at or before cutoff, the rest after it, and sum is what those
+// after it, not failed, add up to. When a payout arrives dated before one
+// created earlier (the clock went back), unordered falls back to reading
+// every payout: exact, and rare enough not to matter in a store for tests.
+type window struct {
+	sum       payoutkit.Amount
+	edge      int
+	cutoff    time.Time
+	latest    time.Time
+	unordered bool
+}
+
+// spent returns the sum of the payouts created after from that have not
+// failed, moving the window's edge up to from.
+func (w *workspace) spent(from time.Time) payoutkit.Amount {
+	win := &w.controls.window
+	if win.unordered || from.Before(win.cutoff) {
+		var sum payoutkit.Amount
+		for _, r := range w.payoutList {
+			if r.Status != payoutkit.PayoutFailed && r.CreatedAt.After(from) {
+				sum += r.Amount
+			}
+		}
+		return sum
+	}
+	for win.edge < len(w.payoutList) {
+		r := w.payoutList[win.edge]
+		if r.CreatedAt.After(from) {
+			break
+		}
+		if r.Status != payoutkit.PayoutFailed {
+			win.sum -= r.Amount
+		}
+		win.edge++
+	}
+	win.cutoff = from
+	return win.sum
+}
+
+// created counts a payout just appended to payoutList.
+func (w *workspace) created(row *payout) {
+	win := &w.controls.window
+	if row.CreatedAt.Before(win.latest) {
+		win.unordered = true
+	}
+	win.latest = row.CreatedAt
+	if !row.CreatedAt.After(win.cutoff) {
+		// Dated at or before the edge (only when the clock went back,
+		// which unordered already records): outside the sum.
+		return
+	}
+	win.sum += row.Amount
+}
+
+// failed gives back the share of a payout that has just failed.
+func (w *workspace) failed(row *payout) {
+	if win := &w.controls.window; row.CreatedAt.After(win.cutoff) {
+		win.sum -= row.Amount
+	}
 }
 
 type logRow struct {
@@ -30,21 +96,14 @@ func (w *workspace) policy() payoutkit.PayoutPolicy {
 	return *w.controls.policy
 }
 
-// judge applies the workspace's policy to a new payout p. The 24-hour sum is
-// read from every payout of the workspace: exact, and for this store's
-// purpose fast enough.
+// judge applies the workspace's policy to a new payout p.
 func (w *workspace) judge(p payoutkit.Payout) (payoutkit.Approval, error) {
 	c := payoutkit.PolicyCheck{Policy: w.policy()}
 	if !c.Policy.Controls() {
 		return payoutkit.ApprovalNone, nil
 	}
 	if c.Policy.DailyLimit.Set {
-		from := p.CreatedAt.Add(-payoutkit.DailyWindow)
-		for _, r := range w.payoutList {
-			if r.Status != payoutkit.PayoutFailed && r.CreatedAt.After(from) {
-				c.Spent += r.Amount
-			}
-		}
+		c.Spent = w.spent(p.CreatedAt.Add(-payoutkit.DailyWindow))
 	}
 	if c.Policy.AddressAllowlist {
 		if e := w.controls.book[bookKey(p.Network, payoutkit.AddressKey(p.Network, p.Address))]; e != nil {

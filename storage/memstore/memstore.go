@@ -353,6 +353,7 @@ func (s *Store) CreatePayout(_ context.Context, p payoutkit.Payout, ev payoutkit
 	row := &payout{Payout: p, seq: s.next()}
 	w.payouts[p.PayoutID] = row
 	w.payoutList = append(w.payoutList, row)
+	w.created(row)
 	s.customer(w, p.PayerID, p.CreatedAt).InProgress += p.Amount
 	s.addLedger(w, payoutkit.LedgerPayoutDebit, -p.Amount, p.PayoutID, ev)
 	s.addEvent(w, ev)
@@ -392,6 +393,7 @@ func (s *Store) settle(w *workspace, row *payout, p payoutkit.Payout, ev payoutk
 		c.PaidOut += row.Amount
 	}
 	if p.Status == payoutkit.PayoutFailed {
+		w.failed(row)
 		w.balance.Available += row.Amount
 		s.addLedger(w, payoutkit.LedgerPayoutRefund, row.Amount, p.PayoutID, ev)
 	}
