@@ -80,6 +80,16 @@ type createPayoutOp struct {
 }
 
 func (op *createPayoutOp) run(ctx context.Context, tx *sql.Tx) error {
+	if _, judgeFirst := op.s.d.controlled.Load(op.p.WorkspaceID); judgeFirst {
+		inserted, err := op.s.insertPayout(ctx, tx, op.p)
+		switch {
+		case err != nil:
+			return err
+		case !inserted:
+			return op.finish(ctx, tx, false, false)
+		}
+		return op.controlled(ctx, tx, false)
+	}
 	inserted, debited, err := op.s.createPayout(ctx, tx, op.p, op.ev)
 	if err != nil {
 		return err
@@ -103,17 +113,19 @@ func (op *createPayoutOp) finish(ctx context.Context, tx *sql.Tx, inserted, debi
 	case !debited:
 		// The balance or the workspace's controls refused the debit: the
 		// policy judges the payout first, then the balance.
-		return op.controlled(ctx, tx)
+		return op.controlled(ctx, tx, true)
 	}
 	op.stored, op.created = op.p, true
 	return nil
 }
 
-// controlled finishes a create whose debit was refused: by the balance
-// alone, or by the workspace's controls, which judge it before the balance
-// does. A refusal leaves nothing changed (no savepoint takes the inserted
-// payout back): it deletes the payout.
-func (op *createPayoutOp) controlled(ctx context.Context, tx *sql.Tx) error {
+// controlled finishes a create whose payout is inserted but not debited,
+// judging it by the workspace's controls before the balance does: after a
+// plain debit that was refused (debitTried: by the balance alone, or by the
+// controls), or first, where the workspace's last create found controls. A
+// refusal leaves nothing changed (no savepoint takes the inserted payout
+// back): it deletes the payout.
+func (op *createPayoutOp) controlled(ctx context.Context, tx *sql.Tx, debitTried bool) error {
 	refuse := func(why error) error {
 		if _, err := op.s.st.exec(ctx, tx, deletePayoutSQL, op.p.WorkspaceID, op.p.PayoutID); err != nil {
 			return err
@@ -123,12 +135,26 @@ func (op *createPayoutOp) controlled(ctx context.Context, tx *sql.Tx) error {
 	j, err := op.s.ops.JudgeCreate(ctx, tx, op.p)
 	switch {
 	case errors.Is(err, sqlcore.ErrNoControls):
-		return refuse(payoutkit.ErrInsufficientBalance)
+		op.s.d.controlled.Delete(op.p.WorkspaceID)
+		if debitTried {
+			return refuse(payoutkit.ErrInsufficientBalance)
+		}
+		debited, err := op.s.debit(ctx, tx, op.p, op.ev)
+		switch {
+		case err != nil:
+			return err
+		case !debited:
+			return refuse(payoutkit.ErrInsufficientBalance)
+		}
+		op.stored, op.created = op.p, true
+		return nil
 	case sqlcore.Refusal(err):
+		op.s.d.controlled.Store(op.p.WorkspaceID, true)
 		return refuse(err)
 	case err != nil:
 		return err
 	}
+	op.s.d.controlled.Store(op.p.WorkspaceID, true)
 	res, err := op.s.st.exec(ctx, tx, controlledDebitSQL, op.p.WorkspaceID, int64(op.p.Amount))
 	if err != nil {
 		return err
@@ -163,21 +189,34 @@ func (op *createPayoutOp) result(ctx context.Context, err error) (payoutkit.Payo
 
 // createPayout runs CreatePayout's five statements in tx.
 func (s *Store) createPayout(ctx context.Context, tx *sql.Tx, p payoutkit.Payout, ev payoutkit.Event) (inserted, debited bool, err error) {
+	if inserted, err = s.insertPayout(ctx, tx, p); err != nil || !inserted {
+		return inserted, false, err
+	}
+	debited, err = s.debit(ctx, tx, p, ev)
+	return true, debited, err
+}
+
+// insertPayout inserts p unless its id is taken.
+func (s *Store) insertPayout(ctx context.Context, tx *sql.Tx, p payoutkit.Payout) (bool, error) {
 	res, err := s.st.exec(ctx, tx, insertPayoutSQL, payoutArgs(p)...)
 	if err != nil {
-		return false, false, err
+		return false, err
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return false, false, err
-	}
-	res, err = s.st.exec(ctx, tx, debitSQL, p.WorkspaceID, int64(p.Amount))
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// debit takes the inserted payout p from a balance that covers it, in a
+// workspace without payout controls, and records it (afterDebit).
+func (s *Store) debit(ctx context.Context, tx *sql.Tx, p payoutkit.Payout, ev payoutkit.Event) (bool, error) {
+	res, err := s.st.exec(ctx, tx, debitSQL, p.WorkspaceID, int64(p.Amount))
 	if err != nil {
-		return true, false, err
+		return false, err
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return true, false, err
+		return false, err
 	}
-	return true, true, s.afterDebit(ctx, tx, p, ev)
+	return true, s.afterDebit(ctx, tx, p, ev)
 }
 
 // afterDebit records a debited payout's customer movement, ledger entry

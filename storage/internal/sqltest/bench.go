@@ -31,9 +31,12 @@ type benchStore struct {
 	ws    string
 }
 
-// reportBatches runs f, reporting how many writes the store's committer
-// put in one transaction on average while f ran, where db counts them.
+// reportBatches runs f, reporting its CPU per operation and how many
+// writes the store's committer put in one transaction on average while f
+// ran, where db counts them.
 func (db Bench) reportBatches(b *testing.B, st benchStore, f func()) {
+	f0 := f
+	f = func() { reportCPU(b, f0) }
 	if db.Batches == nil {
 		f()
 		return
@@ -192,14 +195,18 @@ func BenchCreatePayoutControls(b *testing.B, db Bench) {
 		}
 		run := func(mode string) {
 			b.Run(st.name+"/"+mode+"/serial", func(b *testing.B) {
-				for b.Loop() && create(b) {
-				}
+				db.reportBatches(b, st, func() {
+					for b.Loop() && create(b) {
+					}
+				})
 			})
 			b.Run(st.name+"/"+mode+"/parallelx8", func(b *testing.B) {
 				b.SetParallelism(8)
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() && create(b) {
-					}
+				db.reportBatches(b, st, func() {
+					b.RunParallel(func(pb *testing.PB) {
+						for pb.Next() && create(b) {
+						}
+					})
 				})
 			})
 		}
