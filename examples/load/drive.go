@@ -25,21 +25,28 @@ type request struct {
 
 // result is what one workload measured.
 type result struct {
-	Name            string    `json:"name"`
-	Requests        int       `json:"requests"`
-	OK              int       `json:"ok"`      // answered code 0
-	Refused         int       `json:"refused"` // answered another code
-	Errors          int       `json:"errors"`  // no answer, or not an envelope
-	FirstError      string    `json:"first_error,omitempty"`
-	Rate            float64   `json:"rate"` // requests per second
-	P50             millis    `json:"p50_ms"`
-	P99             millis    `json:"p99_ms"`
-	Max             millis    `json:"max_ms"`
-	RatioToBaseline float64   `json:"ratio_to_baseline,omitempty"`
-	ServerCPU       float64   `json:"server_cpu_cores,omitempty"` // cores busy on average during the load
-	ServerRSSMiB    float64   `json:"server_rss_peak_mib,omitempty"`
-	LoadCPU         float64   `json:"load_cpu_cores,omitempty"` // this process: its clients and webhook receiver
-	Delivery        *delivery `json:"delivery,omitempty"`
+	Name            string  `json:"name"`
+	Requests        int     `json:"requests"`
+	OK              int     `json:"ok"`      // answered code 0
+	Refused         int     `json:"refused"` // answered another code
+	Errors          int     `json:"errors"`  // no answer, or not an envelope
+	FirstError      string  `json:"first_error,omitempty"`
+	Rate            float64 `json:"rate"` // requests per second
+	P50             millis  `json:"p50_ms"`
+	P99             millis  `json:"p99_ms"`
+	Max             millis  `json:"max_ms"`
+	RatioToBaseline float64 `json:"ratio_to_baseline,omitempty"`
+	ServerCPU       float64 `json:"server_cpu_cores,omitempty"` // cores busy on average during the load
+	ServerRSSMiB    float64 `json:"server_rss_peak_mib,omitempty"`
+	LoadCPU         float64 `json:"load_cpu_cores,omitempty"` // this process: its clients and webhook receiver
+	// ServerCPUPerOp and DatabaseCPUPerOp are the CPU time, in
+	// microseconds, that the server and the database's processes (on
+	// PostgreSQL) spent per request, webhook deliveries included;
+	// CPUPerOpXBaseline is their sum as a multiple of the bare handler's.
+	ServerCPUPerOp    float64   `json:"server_cpu_us_per_request,omitempty"`
+	DatabaseCPUPerOp  float64   `json:"database_cpu_us_per_request,omitempty"`
+	CPUPerOpXBaseline float64   `json:"cpu_per_request_x_baseline,omitempty"`
+	Delivery          *delivery `json:"delivery,omitempty"`
 
 	loadEnded time.Time
 }

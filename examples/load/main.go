@@ -232,9 +232,9 @@ func execute(ctx context.Context, o options, progress func(string, ...any)) (*re
 		if err != nil {
 			return nil, err
 		}
-		res := measure(b.pid, func() result {
+		res := measure(b.pid, nil, func() result {
 			return drive(ctx, o, b.url, func(int) request { return request{method: "GET", path: "/v1/balance", key: "sk_baseline"} })
-		})
+		}, nil)
 		b.stop()
 		res.Name = "baseline (bare net/http)"
 		rep.Baseline = &res
@@ -255,15 +255,19 @@ func execute(ctx context.Context, o options, progress func(string, ...any)) (*re
 
 	for _, w := range o.workloads {
 		progress("workload %s: %d clients for %s", w, o.clients, o.duration)
-		res, err := runWorkload(ctx, o, t, w)
+		var settle func(*result)
+		if t.receives() {
+			settle = func(res *result) { res.Delivery = recv.waitDelivered(ctx, res.loadEnded, o.drainWait) }
+		}
+		res, err := runWorkload(ctx, o, t, w, settle)
 		if err != nil {
 			return nil, err
 		}
-		if rep.Baseline != nil && rep.Baseline.Rate > 0 {
-			res.RatioToBaseline = res.Rate / rep.Baseline.Rate
+		if b := rep.Baseline; b != nil && b.Rate > 0 {
+			res.RatioToBaseline = res.Rate / b.Rate
 		}
-		if t.receives() {
-			res.Delivery = recv.waitDelivered(ctx, res.loadEnded, o.drainWait)
+		if b := rep.Baseline; b != nil && b.ServerCPUPerOp > 0 && res.ServerCPUPerOp > 0 {
+			res.CPUPerOpXBaseline = (res.ServerCPUPerOp + res.DatabaseCPUPerOp) / b.ServerCPUPerOp
 		}
 		rep.Workloads = append(rep.Workloads, res)
 	}

@@ -23,7 +23,7 @@ type report struct {
 func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "%s, %d clients, %s per workload\n\n", r.Target, r.Clients, r.Duration)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\trequests\tok\trefused\terrors\trate/s\tx baseline\tp50\tp99\tmax\tserver cores\tserver RSS MiB\tload cores\t")
+	fmt.Fprintln(tw, "workload\trequests\tok\trefused\terrors\trate/s\tx baseline\tp50\tp99\tmax\tserver cores\tserver RSS MiB\tload cores\tserver CPU/req\tdb CPU/req\tCPU x bare\t")
 	rows := r.Workloads
 	if r.Baseline != nil {
 		rows = append([]result{*r.Baseline}, rows...)
@@ -37,8 +37,19 @@ func (r *report) print(w io.Writer) {
 		if res.ServerRSSMiB > 0 {
 			cores, rss = fmt.Sprintf("%.2f", res.ServerCPU), fmt.Sprintf("%.0f", res.ServerRSSMiB)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t\n",
-			res.Name, res.Requests, res.OK, res.Refused, res.Errors, res.Rate, ratio, res.P50, res.P99, res.Max, cores, rss, res.LoadCPU)
+		perReq := func(us float64) string {
+			if us <= 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.1fµs", us)
+		}
+		times := "-"
+		if res.CPUPerOpXBaseline > 0 {
+			times = fmt.Sprintf("%.1f", res.CPUPerOpXBaseline)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t\n",
+			res.Name, res.Requests, res.OK, res.Refused, res.Errors, res.Rate, ratio, res.P50, res.P99, res.Max, cores, rss, res.LoadCPU,
+			perReq(res.ServerCPUPerOp), perReq(res.DatabaseCPUPerOp), times)
 	}
 	tw.Flush()
 	for _, res := range rows {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,6 +81,32 @@ type target struct {
 
 func (t *target) pid() int       { return t.pidOf }
 func (t *target) receives() bool { return t.recv != nil }
+
+// databasePIDs are the processes whose CPU counts as the database's: on a
+// PostgreSQL that runs on this machine (a loopback or socket address),
+// every process named postgres, its other clients' work included, so
+// measure on an otherwise quiet database. None for SQLite, which runs
+// inside the server.
+func (t *target) databasePIDs() []int {
+	if !strings.HasPrefix(t.db, "postgres") || !localDSN(t.db) {
+		return nil
+	}
+	return processesNamed("postgres")
+}
+
+// localDSN reports whether a PostgreSQL URL names this machine.
+func localDSN(dsn string) bool {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return false
+	}
+	switch h := u.Hostname(); h {
+	case "", "localhost", "127.0.0.1", "::1":
+		return true
+	default:
+		return strings.HasPrefix(h, "/")
+	}
+}
 
 func (t *target) describe() string {
 	switch {

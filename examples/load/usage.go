@@ -82,33 +82,85 @@ func startSampler(pid int) *usageSampler {
 	return s
 }
 
-// stop returns the cores the process kept busy on average and its peak
-// resident memory in MiB.
-func (s *usageSampler) stop() (cores, rssMiB float64) {
+// stop returns the cores the process kept busy on average, its peak
+// resident memory in MiB and the CPU time it used.
+func (s *usageSampler) stop() (cores, rssMiB float64, used time.Duration) {
 	close(s.done)
 	s.wg.Wait()
 	cpu1, _ := cpuTime(s.pid)
-	return (cpu1 - s.cpu0).Seconds() / time.Since(s.start).Seconds(), float64(s.peak) / 1024
+	used = cpu1 - s.cpu0
+	return used.Seconds() / time.Since(s.start).Seconds(), float64(s.peak) / 1024, used
 }
 
-// measure runs one workload's drive and adds to its result the cores and
-// peak memory of the server process pid (0: not ours to watch), and the
-// cores of this process (the clients and the webhook receiver): on a
-// machine where the load and the server share the cores, what the load
-// takes the server cannot have, so the ratio of two rates reads right only
-// beside the split.
-func measure(pid int, drive func() result) result {
+// measure runs one workload's drive, then settle (the webhooks' drain, so
+// that their delivery counts in the work of each payout), and adds to its
+// result the cores and peak memory of the server process pid (0: not ours
+// to watch), the CPU the server and the database processes dbPIDs spent
+// per request, and the cores of this process (the clients and the webhook
+// receiver): on a machine where the load and the server share the cores,
+// what the load takes the server cannot have, so the ratio of two rates
+// reads right only beside the split, and the CPU per request is the figure
+// the load cannot distort.
+func measure(pid int, dbPIDs []int, drive func() result, settle func(*result)) result {
 	var server *usageSampler
 	if pid != 0 {
 		server = startSampler(pid)
 	}
+	db0 := cpuTimes(dbPIDs)
 	self := startSampler(os.Getpid())
 	res := drive()
-	res.LoadCPU, _ = self.stop()
+	if settle != nil {
+		settle(&res)
+	}
+	res.LoadCPU, _, _ = self.stop()
 	if server != nil {
-		res.ServerCPU, res.ServerRSSMiB = server.stop()
+		var used time.Duration
+		res.ServerCPU, res.ServerRSSMiB, used = server.stop()
+		if res.Requests > 0 {
+			res.ServerCPUPerOp = perOp(used, res.Requests)
+		}
+	}
+	if len(dbPIDs) > 0 && res.Requests > 0 {
+		res.DatabaseCPUPerOp = perOp(cpuTimes(dbPIDs)-db0, res.Requests)
 	}
 	return res
+}
+
+// perOp is CPU time per request in microseconds.
+func perOp(used time.Duration, requests int) float64 {
+	return float64(used.Microseconds()) / float64(requests)
+}
+
+// cpuTimes is the CPU time so far of the processes that still run.
+func cpuTimes(pids []int) time.Duration {
+	var sum time.Duration
+	for _, pid := range pids {
+		if t, ok := cpuTime(pid); ok {
+			sum += t
+		}
+	}
+	return sum
+}
+
+// processesNamed lists the processes whose command name is name (as
+// /proc/<pid>/comm has it): PostgreSQL's postmaster and every backend are
+// "postgres".
+func processesNamed(name string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if comm, err := os.ReadFile("/proc/" + e.Name() + "/comm"); err == nil && strings.TrimSpace(string(comm)) == name {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // serverUsage is what the server process cost over the whole run.

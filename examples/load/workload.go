@@ -11,7 +11,7 @@ const payoutAddress = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"
 
 // runWorkload drives one workload against t and samples the server while it
 // runs.
-func runWorkload(ctx context.Context, o options, t *target, name string) (result, error) {
+func runWorkload(ctx context.Context, o options, t *target, name string, settle func(*result)) (result, error) {
 	amount := formatCents(t.payoutCent)
 	seq := make([]int, o.clients) // per client, so no shared counter
 	payout := func(c int, w *workspace) request {
@@ -71,7 +71,7 @@ func runWorkload(ctx context.Context, o options, t *target, name string) (result
 		return result{}, fmt.Errorf("unknown workload %q", name)
 	}
 
-	res := measure(t.pid(), func() result { return drive(ctx, o, t.url, next) })
+	res := measure(t.pid(), t.databasePIDs(), func() result { return drive(ctx, o, t.url, next) }, settle)
 	res.Name = name
 	return res, nil
 }
