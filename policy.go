@@ -242,3 +242,30 @@ func (e *Engine) SecurityLog(ctx context.Context, workspaceID string, page PageR
 	}
 	return p, err
 }
+
+// decisionScan bounds how far back PayoutDecision looks in the log.
+const decisionScan = 2000
+
+// PayoutDecision returns the security log's entry of the approval or the
+// rejection of a payout (who decided, and when), looking through the
+// workspace's latest 2000 entries; none there is ErrNotFound.
+func (e *Engine) PayoutDecision(ctx context.Context, workspaceID, payoutID string) (SecurityLogEntry, error) {
+	req := PageRequest{Limit: 500}
+	for seen := 0; seen < decisionScan; {
+		page, err := e.SecurityLog(ctx, workspaceID, req)
+		if err != nil {
+			return SecurityLogEntry{}, err
+		}
+		for _, it := range page.Items {
+			if (it.Action == ActionPayoutApproved || it.Action == ActionPayoutRejected) && it.Details["payout_id"] == payoutID {
+				return it, nil
+			}
+		}
+		seen += len(page.Items)
+		if page.Next == "" || len(page.Items) == 0 {
+			break
+		}
+		req.Cursor = page.Next
+	}
+	return SecurityLogEntry{}, errNotFound("decision")
+}

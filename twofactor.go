@@ -18,6 +18,12 @@ import (
 	"github.com/pquerna/otp/totp"
 )
 
+// ErrSignInExpired is FinishSignIn's refusal of a pending state that has
+// expired, was altered, or whose user changed their password or two-factor
+// secret since: the sign-in starts again with the password. It matches
+// ErrUnauthorized.
+var ErrSignInExpired = newError(ErrUnauthorized, "the sign-in expired; sign in again")
+
 // StaffTOTP is a staff user's two-factor sign-in state as the store keeps
 // it (Store.SetStaffTOTP): the sealed secrets, the last accepted step and
 // the SHA-256 of each unused recovery code.
@@ -189,17 +195,17 @@ func (e *Engine) ResetTOTP(ctx context.Context, workspaceID, email string, by Ac
 func (e *Engine) FinishSignIn(ctx context.Context, pending, code, clientAddr string) (NewSession, error) {
 	email, expires, ok := parsePending(pending)
 	if !ok {
-		return NewSession{}, newError(ErrUnauthorized, "the sign-in expired")
+		return NewSession{}, ErrSignInExpired
 	}
 	now := e.clock()
 	u, err := e.store.StaffUser(ctx, email)
 	if errors.Is(err, ErrNotFound) {
-		return NewSession{}, newError(ErrUnauthorized, "the sign-in expired")
+		return NewSession{}, ErrSignInExpired
 	} else if err != nil {
 		return NewSession{}, err
 	}
 	if !now.Before(expires) || !u.TwoFactor() || !hmac.Equal([]byte(pending), []byte(pendingToken(u, expires))) {
-		return NewSession{}, newError(ErrUnauthorized, "the sign-in expired")
+		return NewSession{}, ErrSignInExpired
 	}
 	if err := e.checkLock(ctx, email, now, clientAddr); err != nil {
 		return NewSession{}, err
