@@ -79,7 +79,7 @@ type withdrawalsView struct {
 	// Approval is "pending" on the Needs approval tab.
 	Approval string
 	Q        string
-	Tabs   []tab
+	Tabs     []tab
 	// Exact is the payout whose payout_id is Q, shown above Q's payouts as
 	// a payer.
 	Exact   *payoutkit.Payout
