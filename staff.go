@@ -55,7 +55,7 @@ type NewSession struct {
 type NewStaff struct {
 	Email    string `json:"staff_email"`
 	Password string `json:"staff_password"`
-	Role     Role   `json:"role"`
+	Role     Role   `json:"role,omitempty"`
 }
 
 // The defaults of the portal's session and sign-in rules (contract, section 8).
