@@ -111,11 +111,24 @@ func (e *Engine) StepUp(ctx context.Context, c StaffCaller, code string) error {
 	if code == "" {
 		return errForbidden("this action needs a fresh two-factor code (totp)")
 	}
+	// Guessing step-up codes with a stolen session is held to the pace of
+	// guessing sign-ins: wrong codes count toward the same limit.
+	now := e.clock()
+	f, err := e.store.SignInFailures(ctx, u.Email)
+	if err != nil {
+		return err
+	}
+	if lerr := e.locked(f, now); lerr != nil {
+		return errForbidden("too many wrong codes: " + lerr.Error())
+	}
 	ok, err := e.useTOTP(ctx, u, code)
 	if err != nil {
 		return err
 	}
 	if !ok {
+		if _, err := e.store.RecordSignInFailure(ctx, u.Email, now, e.signInWindow); err != nil {
+			return err
+		}
 		return errForbidden("the two-factor code is wrong or was already used")
 	}
 	return nil

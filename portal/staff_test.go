@@ -239,6 +239,17 @@ func TestStepUpCodes(t *testing.T) {
 	if book, _ := h.engine.Addresses(h.ctx, ws); len(book) != 0 {
 		t.Fatal("the address was not removed")
 	}
+	// Wrong step-up codes count toward the sign-in limit (two so far):
+	// three more lock the e-mail, and then even a right code is refused.
+	for range 3 {
+		policy("000000").wantStatus(t, http.StatusForbidden)
+	}
+	clock.next()
+	b.post("/settings/policy", url.Values{"csrf_token": {csrf}, "max_payout": {"60.00"}, "totp": {totpCode(t, secret, clock.Now())}}).
+		wantStatus(t, http.StatusForbidden).wantContains(t, "too many wrong codes")
+	if pol, _ := h.engine.PayoutPolicy(h.ctx, ws); pol.MaxPayout.Amount != 50_00 {
+		t.Fatal("a change passed while the e-mail was locked")
+	}
 	// The security log holds each change with its actor, never a code.
 	page, _ := h.engine.SecurityLog(h.ctx, ws, payoutkit.PageRequest{Limit: 100})
 	actions := map[string]string{}
