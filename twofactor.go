@@ -155,11 +155,23 @@ func (e *Engine) DisableTOTP(ctx context.Context, c StaffCaller, code string) er
 	if !u.TwoFactor() {
 		return errConflict("two-factor sign-in is already off")
 	}
+	now := e.clock()
+	f, err := e.store.SignInFailures(ctx, u.Email)
+	if err != nil {
+		return err
+	}
+	if lerr := e.locked(f, now); lerr != nil {
+		return invalidField("code", "cannot be tried now: "+lerr.Error())
+	}
 	ok, err := e.useCode(ctx, u, code)
 	if err != nil {
 		return err
 	}
 	if !ok {
+		// Counted as a sign-in failure: no path guesses codes faster.
+		if _, err := e.store.RecordSignInFailure(ctx, u.Email, now, e.signInWindow); err != nil {
+			return err
+		}
 		return invalidField("code", "is wrong or was already used")
 	}
 	log := logEntry(u.WorkspaceID, e.clock(), ActionTwoFactorOff, c.actor(), map[string]string{"email": u.Email})
