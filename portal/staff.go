@@ -21,6 +21,10 @@ import (
 // opens nothing but the code form, and only for a few minutes.
 const twoFactorCookie = "payoutkit_2fa"
 
+// pendingMaxAge is the second step's cookie's lifetime in seconds, as long
+// as the engine's pending state lasts (five minutes).
+const pendingMaxAge = 5 * 60
+
 // remoteHost is the default Options.ClientAddress: the host of the TCP
 // peer's address.
 func remoteHost(r *http.Request) string {
