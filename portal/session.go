@@ -184,7 +184,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		// The second step: its own short-lived cookie, not a session.
 		http.SetCookie(w, &http.Cookie{
 			Name: twoFactorCookie, Value: st.Pending + "~" + url.QueryEscape(localPath(v.Next)), Path: "/login",
-			MaxAge: pendingMaxAge, // the engine refuses it after its own expiry
+			MaxAge:   pendingMaxAge, // the engine refuses it after its own expiry
 			HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
 		})
 		http.Redirect(w, r, "/login/2fa", http.StatusSeeOther)
