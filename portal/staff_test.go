@@ -376,6 +376,29 @@ func TestTeamPage(t *testing.T) {
 	if len(users) != 1 {
 		t.Fatalf("%d users after the removal", len(users))
 	}
+	// Each change is in the security log by the admin, from the client's
+	// address, without the new user's password.
+	page2, _ := h.engine.SecurityLog(h.ctx, ws, payoutkit.PageRequest{Limit: 100})
+	found := map[string]payoutkit.SecurityLogEntry{}
+	for _, e := range page2.Items {
+		if _, seen := found[e.Action]; !seen {
+			found[e.Action] = e
+		}
+		for _, v := range e.Details {
+			if v == m[1] {
+				t.Fatalf("the security log holds a password: %+v", e)
+			}
+		}
+	}
+	for _, a := range []string{"staff.added", "staff.role_changed", "staff.removed"} {
+		e, ok := found[a]
+		if !ok || e.Actor != nw.StaffEmail || e.ClientAddr != "127.0.0.1" || e.Details["email"] != "ops@example.com" {
+			t.Errorf("security log %s: %+v (found %v)", a, e, ok)
+		}
+	}
+	if found["staff.role_changed"].Details["role"] != "admin" {
+		t.Errorf("role change logged as %v", found["staff.role_changed"].Details)
+	}
 }
 
 // TestRequireTwoFactor: a workspace that requires it sends a user without
