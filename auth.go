@@ -24,6 +24,9 @@ type Workspace struct {
 	WebhookURL    string // empty: events are kept but not sent
 	WebhookSecret string // whsec_…, the HMAC key of webhook signatures
 	CreatedAt     time.Time
+	// RequireTwoFactor sends every staff user without two-factor sign-in
+	// to set it up before anything else in the portal.
+	RequireTwoFactor bool
 }
 
 // StaffUser is a person who signs in to the portal with e-mail and password.
@@ -32,7 +35,26 @@ type StaffUser struct {
 	Email        string // lower-cased; unique across workspaces
 	PasswordHash string // bcrypt
 	CreatedAt    time.Time
+	// Role is what the user may do in the portal.
+	Role Role
+	// TOTPSecret is the sealed secret of the user's two-factor sign-in;
+	// empty while it is off.
+	TOTPSecret string
+	// TOTPPending is the sealed secret offered on the security page and not
+	// yet confirmed with a code; empty when none is offered.
+	TOTPPending string
+	// TOTPLastStep is the last 30-second step whose code was accepted: no
+	// code of this step or an earlier one is accepted again.
+	TOTPLastStep int64
+	// RecoveryCodes is how many unused recovery codes the user has (read
+	// only: the codes are stored hashed, through SetStaffTOTP).
+	RecoveryCodes int
+	// LastSignInAt is when the user last signed in; zero if never.
+	LastSignInAt time.Time
 }
+
+// TwoFactor reports whether the user has two-factor sign-in on.
+func (u StaffUser) TwoFactor() bool { return u.TOTPSecret != "" }
 
 // APIKey is a stored API key: its public prefix and the SHA-256 of the whole
 // key, with the controls that limit what a leaked key can do. The key itself
@@ -292,7 +314,7 @@ func (e *Engine) createWorkspace(ctx context.Context, id string, req CreateWorks
 	if err != nil {
 		return NewWorkspace{}, fmt.Errorf("hashing staff password: %w", err)
 	}
-	staff := StaffUser{WorkspaceID: ws.ID, Email: email, PasswordHash: string(hash), CreatedAt: now}
+	staff := StaffUser{WorkspaceID: ws.ID, Email: email, PasswordHash: string(hash), CreatedAt: now, Role: RoleAdmin}
 	plain, key := e.newAPIKey(ws.ID, AllScopes(), nil)
 	if err := e.store.CreateWorkspace(ctx, stored, staff, key); err != nil {
 		if errors.Is(err, ErrConflict) {

@@ -22,6 +22,19 @@ func (e *Engine) PayoutPolicy(ctx context.Context, workspaceID string) (PayoutPo
 // engine sharing it. A limit must be greater than 0 and the cooling-off 0 or
 // more; otherwise ErrInvalidInput and nothing changes.
 func (e *Engine) SetPayoutPolicy(ctx context.Context, workspaceID string, patch PolicyPatch, by Actor) (PayoutPolicy, error) {
+	if err := patch.check(); err != nil {
+		return PayoutPolicy{}, err
+	}
+	log := logEntry(workspaceID, e.clock(), ActionPolicyChanged, by, patch.details())
+	p, err := e.store.UpdatePayoutPolicy(ctx, workspaceID, patch, log)
+	if errors.Is(err, ErrNotFound) {
+		return PayoutPolicy{}, errNotFound("workspace")
+	}
+	return p, err
+}
+
+// check refuses a limit of 0 or less and a cooling-off out of range.
+func (patch PolicyPatch) check() error {
 	var v validation
 	for _, l := range []struct {
 		field string
@@ -34,15 +47,7 @@ func (e *Engine) SetPayoutPolicy(ctx context.Context, workspaceID string, patch 
 	if patch.CoolingOff != nil && (*patch.CoolingOff < 0 || *patch.CoolingOff > 10*365*24*time.Hour) {
 		v.add("cooling_off", "must be between 0 and 87600h")
 	}
-	if err := v.err(); err != nil {
-		return PayoutPolicy{}, err
-	}
-	log := logEntry(workspaceID, e.clock(), ActionPolicyChanged, by, patch.details())
-	p, err := e.store.UpdatePayoutPolicy(ctx, workspaceID, patch, log)
-	if errors.Is(err, ErrNotFound) {
-		return PayoutPolicy{}, errNotFound("workspace")
-	}
-	return p, err
+	return v.err()
 }
 
 // AddAddress adds a valid address of one of the coins' networks to the
@@ -51,24 +56,10 @@ func (e *Engine) SetPayoutPolicy(ctx context.Context, workspaceID string, patch 
 // change. An address already in the book (in any spelling its network reads
 // as the same) is ErrConflict.
 func (e *Engine) AddAddress(ctx context.Context, workspaceID, network, addr, label string, by Actor) (AddressEntry, error) {
-	var v validation
-	net, valid, ok := e.coins.network(network)
-	switch {
-	case network == "":
-		v.add("network", "is required")
-	case !ok:
-		v.add("network", "is not a network of the payout coins (see GET /v1/coins)")
-	}
-	switch {
-	case addr == "":
-		v.add("address", "is required")
-	case ok && valid(addr) != nil:
-		v.add("address", "is not a valid "+net+" address")
-	}
-	checkText(&v, "label", label, false, maxText)
-	if err := v.err(); err != nil {
+	if err := e.checkAddress(network, addr, label); err != nil {
 		return AddressEntry{}, err
 	}
+	net, _, _ := e.coins.network(network)
 	pol, err := e.PayoutPolicy(ctx, workspaceID)
 	if err != nil {
 		return AddressEntry{}, err
@@ -94,6 +85,27 @@ func (e *Engine) AddAddress(ctx context.Context, workspaceID, network, addr, lab
 		return AddressEntry{}, err
 	}
 	return entry, nil
+}
+
+// checkAddress refuses an address book entry that AddAddress would refuse
+// for its fields.
+func (e *Engine) checkAddress(network, addr, label string) error {
+	var v validation
+	net, valid, ok := e.coins.network(network)
+	switch {
+	case network == "":
+		v.add("network", "is required")
+	case !ok:
+		v.add("network", "is not a network of the payout coins (see GET /v1/coins)")
+	}
+	switch {
+	case addr == "":
+		v.add("address", "is required")
+	case ok && valid(addr) != nil:
+		v.add("address", "is not a valid "+net+" address")
+	}
+	checkText(&v, "label", label, false, maxText)
+	return v.err()
 }
 
 // Addresses lists the workspace's address book, oldest first.
@@ -229,4 +241,31 @@ func (e *Engine) SecurityLog(ctx context.Context, workspaceID string, page PageR
 		p.Items = []SecurityLogEntry{}
 	}
 	return p, err
+}
+
+// decisionScan bounds how far back PayoutDecision looks in the log.
+const decisionScan = 2000
+
+// PayoutDecision returns the security log's entry of the approval or the
+// rejection of a payout (who decided, and when), looking through the
+// workspace's latest 2000 entries; none there is ErrNotFound.
+func (e *Engine) PayoutDecision(ctx context.Context, workspaceID, payoutID string) (SecurityLogEntry, error) {
+	req := PageRequest{Limit: 500}
+	for seen := 0; seen < decisionScan; {
+		page, err := e.SecurityLog(ctx, workspaceID, req)
+		if err != nil {
+			return SecurityLogEntry{}, err
+		}
+		for _, it := range page.Items {
+			if (it.Action == ActionPayoutApproved || it.Action == ActionPayoutRejected) && it.Details["payout_id"] == payoutID {
+				return it, nil
+			}
+		}
+		seen += len(page.Items)
+		if page.Next == "" || len(page.Items) == 0 {
+			break
+		}
+		req.Cursor = page.Next
+	}
+	return SecurityLogEntry{}, errNotFound("decision")
 }

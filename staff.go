@@ -21,6 +21,12 @@ type StaffSession struct {
 	StaffEmail  string
 	CreatedAt   time.Time
 	LastSeenAt  time.Time
+	// Role and TwoFactor are the user's role and whether they have
+	// two-factor sign-in on, as Engine.StaffSession read them (not stored
+	// with the session). The engine's staff calls read the role again:
+	// these are for showing the right pages and forms.
+	Role      Role
+	TwoFactor bool
 }
 
 // SignInFailures is one e-mail's window of failed sign-ins.
@@ -49,6 +55,7 @@ type NewSession struct {
 type NewStaff struct {
 	Email    string `json:"staff_email"`
 	Password string `json:"staff_password"`
+	Role     Role   `json:"role,omitempty"`
 }
 
 // The defaults of the portal's session and sign-in rules (contract, section 8).
@@ -77,19 +84,64 @@ const (
 // whether or not the e-mail exists, and counts as a failure; an e-mail that
 // failed Config.SignInMaxFailures times within Config.SignInWindow is a
 // *SignInLockedError until the window has passed, even with the right
-// password.
+// password. It checks the password alone: a user with two-factor sign-in
+// on still needs a code to start a session (BeginSignIn).
 func (e *Engine) SignIn(ctx context.Context, email, password string) (StaffUser, error) {
-	u, _, err := e.signIn(ctx, email, password)
-	return u, err
+	u, _, err := e.signIn(ctx, email, password, "")
+	return u.public(), err
 }
 
 // SignInSession checks a staff user's e-mail and password as SignIn does
-// (limit included) and starts a portal session.
+// (limit included) and starts a portal session. A user with two-factor
+// sign-in on gets ErrUnauthorized: their sign-in goes through BeginSignIn
+// and FinishSignIn.
 func (e *Engine) SignInSession(ctx context.Context, email, password string) (NewSession, error) {
-	u, now, err := e.signIn(ctx, email, password)
+	st, err := e.BeginSignIn(ctx, email, password, "")
 	if err != nil {
 		return NewSession{}, err
 	}
+	if st.Pending != "" {
+		return NewSession{}, newError(ErrUnauthorized, "two-factor sign-in is on: sign in with BeginSignIn and FinishSignIn")
+	}
+	return st.Session, nil
+}
+
+// SignInStart is the answer to a right e-mail and password: a session, or,
+// for a user with two-factor sign-in on, the pending state of the second
+// step (Pending, to hand to FinishSignIn with a code before
+// PendingExpires).
+type SignInStart struct {
+	Session        NewSession
+	Pending        string
+	PendingExpires time.Time
+}
+
+// signInPendingTTL is how long the second step of a sign-in may wait.
+const signInPendingTTL = 5 * time.Minute
+
+// BeginSignIn checks a staff user's e-mail and password as SignIn does
+// (limit included; clientAddr, when known, goes into the security log with
+// the outcome) and starts a session, unless the user has two-factor sign-in
+// on: then it returns the pending state of the second step instead.
+func (e *Engine) BeginSignIn(ctx context.Context, email, password, clientAddr string) (SignInStart, error) {
+	u, now, err := e.signIn(ctx, email, password, clientAddr)
+	if err != nil {
+		return SignInStart{}, err
+	}
+	if u.TwoFactor() {
+		expires := now.Add(signInPendingTTL)
+		return SignInStart{Pending: pendingToken(u, expires), PendingExpires: expires}, nil
+	}
+	ns, err := e.startSession(ctx, u, now)
+	if err != nil {
+		return SignInStart{}, err
+	}
+	e.logSignIn(ctx, u, ActionSignInSucceeded, clientAddr, map[string]string{"method": "password"})
+	return SignInStart{Session: ns}, nil
+}
+
+// startSession starts a portal session of u.
+func (e *Engine) startSession(ctx context.Context, u StaffUser, now time.Time) (NewSession, error) {
 	// Sign-ins are rare: a good moment to forget what has expired.
 	if _, err := e.store.PurgeStaffSessions(ctx, now.Add(-e.sessionIdle), now.Add(-e.sessionMaxAge), now.Add(-e.signInWindow)); err != nil {
 		e.log.WarnContext(ctx, "purging expired staff sessions", "err", err)
@@ -97,7 +149,7 @@ func (e *Engine) SignInSession(ctx context.Context, email, password string) (New
 	token := newSessionToken()
 	s := StaffSession{
 		TokenHash: sha256.Sum256([]byte(token)), WorkspaceID: u.WorkspaceID, StaffEmail: u.Email,
-		CreatedAt: now, LastSeenAt: now,
+		CreatedAt: now, LastSeenAt: now, Role: u.Role, TwoFactor: u.TwoFactor(),
 	}
 	if err := e.store.InsertStaffSession(ctx, s); err != nil {
 		return NewSession{}, err
@@ -105,27 +157,36 @@ func (e *Engine) SignInSession(ctx context.Context, email, password string) (New
 	return NewSession{Token: token, Session: s}, nil
 }
 
+// logSignIn records a sign-in's outcome in the user's workspace's security
+// log. A failure to record it is logged, not returned: the sign-in's own
+// outcome stands.
+func (e *Engine) logSignIn(ctx context.Context, u StaffUser, action, clientAddr string, details map[string]string) {
+	if details == nil {
+		details = map[string]string{}
+	}
+	details["email"] = u.Email
+	if err := e.LogSecurity(ctx, u.WorkspaceID, action, StaffActor(u.Email, clientAddr), details); err != nil {
+		e.log.WarnContext(ctx, "recording a sign-in in the security log", "action", action, "err", err)
+	}
+}
+
 // signIn is SignIn, returning also the time it checked the lock at, which
 // a session started on it uses.
-func (e *Engine) signIn(ctx context.Context, email, password string) (StaffUser, time.Time, error) {
+func (e *Engine) signIn(ctx context.Context, email, password, clientAddr string) (StaffUser, time.Time, error) {
 	email = strings.ToLower(strings.TrimSpace(email))
 	if len(email) > 254 || !isPrintable(email) {
 		email = "" // never stored as is; still costs a bcrypt comparison below
 	}
 	now := e.clock()
 	if email != "" {
-		f, err := e.store.SignInFailures(ctx, email)
-		if err != nil {
-			return StaffUser{}, now, err
-		}
-		if err := e.locked(f, now); err != nil {
+		if err := e.checkLock(ctx, email, now, clientAddr); err != nil {
 			return StaffUser{}, now, err
 		}
 	}
 	u, err := e.checkPassword(ctx, email, password)
 	if errors.Is(err, ErrUnauthorized) {
 		if email != "" {
-			if _, rerr := e.store.RecordSignInFailure(ctx, email, now, e.signInWindow); rerr != nil {
+			if rerr := e.signInFailed(ctx, email, now, clientAddr, "password"); rerr != nil {
 				return StaffUser{}, now, rerr
 			}
 		}
@@ -133,10 +194,43 @@ func (e *Engine) signIn(ctx context.Context, email, password string) (StaffUser,
 	} else if err != nil {
 		return StaffUser{}, now, err
 	}
+	if u.TwoFactor() {
+		// The failures are cleared when the second step succeeds: a right
+		// password alone must not reset the count of wrong codes.
+		return u, now, nil
+	}
 	if err := e.store.ClearSignInFailures(ctx, email); err != nil {
 		return StaffUser{}, now, err
 	}
 	return u, now, nil
+}
+
+// checkLock refuses a sign-in of an e-mail that failed too often lately,
+// and records the refusal in the user's security log.
+func (e *Engine) checkLock(ctx context.Context, email string, now time.Time, clientAddr string) error {
+	f, err := e.store.SignInFailures(ctx, email)
+	if err != nil {
+		return err
+	}
+	if err := e.locked(f, now); err != nil {
+		if u, uerr := e.store.StaffUser(ctx, email); uerr == nil {
+			e.logSignIn(ctx, u, ActionSignInThrottled, clientAddr, nil)
+		}
+		return err
+	}
+	return nil
+}
+
+// signInFailed counts a failed sign-in of the e-mail and, when it names a
+// user, records it in their security log with what was wrong.
+func (e *Engine) signInFailed(ctx context.Context, email string, now time.Time, clientAddr, what string) error {
+	if _, err := e.store.RecordSignInFailure(ctx, email, now, e.signInWindow); err != nil {
+		return err
+	}
+	if u, err := e.store.StaffUser(ctx, email); err == nil {
+		e.logSignIn(ctx, u, ActionSignInFailed, clientAddr, map[string]string{"wrong": what})
+	}
+	return nil
 }
 
 func (e *Engine) locked(f SignInFailures, now time.Time) error {
@@ -165,6 +259,13 @@ func (e *Engine) StaffSession(ctx context.Context, token string) (StaffSession, 
 		return StaffSession{}, err
 	}
 	now := e.clock()
+	u, err := e.store.StaffUser(ctx, s.StaffEmail)
+	if errors.Is(err, ErrNotFound) || err == nil && u.WorkspaceID != s.WorkspaceID {
+		return StaffSession{}, newError(ErrUnauthorized, "no session")
+	} else if err != nil {
+		return StaffSession{}, err
+	}
+	s.Role, s.TwoFactor = u.Role, u.TwoFactor()
 	if now.Sub(s.LastSeenAt) >= e.sessionIdle || now.Sub(s.CreatedAt) >= e.sessionMaxAge {
 		if err := e.store.DeleteStaffSession(ctx, hash); err != nil {
 			e.log.WarnContext(ctx, "deleting an expired staff session", "err", err)
@@ -186,40 +287,18 @@ func (e *Engine) EndSession(ctx context.Context, token string) error {
 	return e.store.DeleteStaffSession(ctx, sha256.Sum256([]byte(token)))
 }
 
-// AddStaff adds a staff login to the workspace with a random password,
-// returned once. An invalid or taken e-mail is a 40000 on staff_email.
+// AddStaff adds a staff login with the viewer role to the workspace with a
+// random password, returned once, recorded in the security log as the
+// command line's (ActorCLI). An invalid or taken e-mail is a 40000 on
+// staff_email. AddStaffWithRole names the role and the actor.
 func (e *Engine) AddStaff(ctx context.Context, workspaceID, email string) (NewStaff, error) {
-	var v validation
-	email = strings.ToLower(email)
-	checkEmail(&v, email)
-	if err := v.err(); err != nil {
-		return NewStaff{}, err
-	}
-	if _, err := e.workspace(ctx, workspaceID); err != nil {
-		return NewStaff{}, err
-	}
-	password := randomBase62(20)
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), e.pwCost)
-	if err != nil {
-		return NewStaff{}, fmt.Errorf("hashing staff password: %w", err)
-	}
-	err = e.store.InsertStaffUser(ctx, StaffUser{WorkspaceID: workspaceID, Email: email, PasswordHash: string(hash), CreatedAt: e.clock()})
-	if errors.Is(err, ErrConflict) {
-		return NewStaff{}, invalidField("staff_email", "is already in use")
-	} else if err != nil {
-		return NewStaff{}, err
-	}
-	return NewStaff{Email: email, Password: password}, nil
+	return e.AddStaffWithRole(ctx, workspaceID, email, RoleViewer, ActorCLI)
 }
 
-// RemoveStaff deletes the workspace's staff login with the given e-mail and
-// ends their sessions on every instance. It returns how many logins it
-// removed (0 when the workspace has no such login).
+// RemoveStaff is RemoveStaffBy with the command line (ActorCLI) as the
+// actor.
 func (e *Engine) RemoveStaff(ctx context.Context, workspaceID, email string) (int, error) {
-	if _, err := e.workspace(ctx, workspaceID); err != nil {
-		return 0, err
-	}
-	return e.store.DeleteStaffUser(ctx, workspaceID, strings.ToLower(email))
+	return e.RemoveStaffBy(ctx, workspaceID, email, ActorCLI)
 }
 
 // ResetStaffPassword gives the workspace's staff login with the given

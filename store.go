@@ -258,19 +258,47 @@ type OutboxHealth struct {
 // not in a process, so that every instance sharing it sees a sign-out, a
 // removed user or a locked e-mail at once.
 type StaffStore interface {
-	// InsertStaffUser stores a staff user; a taken e-mail is ErrConflict, an
-	// unknown workspace ErrNotFound.
-	InsertStaffUser(ctx context.Context, u StaffUser) error
+	// InsertStaffUser stores a staff user (with its Role) and appends log,
+	// atomically; a taken e-mail is ErrConflict, an unknown workspace
+	// ErrNotFound.
+	InsertStaffUser(ctx context.Context, u StaffUser, log SecurityLogEntry) error
 	// DeleteStaffUser deletes the workspace's staff user with the given
-	// e-mail and every session of theirs, atomically, and returns how many
-	// users it deleted (0 or 1).
-	DeleteStaffUser(ctx context.Context, workspaceID, email string) (int, error)
+	// e-mail, every session and recovery code of theirs, and appends log,
+	// atomically, and returns how many users it deleted (0 or 1, and no log
+	// for 0). Deleting the workspace's last admin is ErrConflict and
+	// changes nothing; the count of admins is judged in the same
+	// transaction, so that two removals on two instances cannot both pass.
+	DeleteStaffUser(ctx context.Context, workspaceID, email string, log SecurityLogEntry) (int, error)
+	// StaffUsers lists the workspace's staff users, by e-mail.
+	StaffUsers(ctx context.Context, workspaceID string) ([]StaffUser, error)
+	// SetStaffRole changes the role of the workspace's staff user with the
+	// given e-mail and appends log, atomically. An unknown user is
+	// ErrNotFound; demoting the workspace's last admin is ErrConflict and
+	// changes nothing (judged as DeleteStaffUser judges it).
+	SetStaffRole(ctx context.Context, workspaceID, email string, role Role, log SecurityLogEntry) error
+	// SetStaffTOTP replaces the staff user's two-factor state with t (its
+	// recovery codes replaced by t.RecoveryHashes) and appends log unless it
+	// is nil, atomically. An unknown user is ErrNotFound.
+	SetStaffTOTP(ctx context.Context, email string, t StaffTOTP, log *SecurityLogEntry) error
+	// UseTOTPStep records that a code of the given step was accepted for
+	// the staff user, only if the user has two-factor sign-in on and step
+	// is later than the last accepted one (a compare-and-set); otherwise
+	// ErrConflict and nothing changes.
+	UseTOTPStep(ctx context.Context, email string, step int64) error
+	// UseRecoveryCode deletes the staff user's recovery code with the given
+	// SHA-256; one that is not there (never was, or used) is ErrNotFound.
+	UseRecoveryCode(ctx context.Context, email string, hash [32]byte) error
+	// SetRequireTwoFactor sets the workspace's RequireTwoFactor and appends
+	// log, atomically. An unknown workspace is ErrNotFound.
+	SetRequireTwoFactor(ctx context.Context, workspaceID string, on bool, log SecurityLogEntry) error
 	// SetStaffPassword replaces a staff user's password hash and ends every
 	// session of theirs except keep (a session's TokenHash; zero keeps none),
 	// atomically.
 	SetStaffPassword(ctx context.Context, email, passwordHash string, keep [32]byte) error
 
-	// InsertStaffSession stores a new session.
+	// InsertStaffSession stores a new session and records its CreatedAt as
+	// the user's LastSignInAt, atomically. A session of an unknown user, or
+	// of a user of another workspace, is ErrNotFound.
 	InsertStaffSession(ctx context.Context, s StaffSession) error
 	// StaffSession returns the session with the given token hash.
 	StaffSession(ctx context.Context, tokenHash [32]byte) (StaffSession, error)

@@ -76,8 +76,10 @@ func (h *Handler) payments(w http.ResponseWriter, r *request) {
 
 type withdrawalsView struct {
 	Status string
-	Q      string
-	Tabs   []tab
+	// Approval is "pending" on the Needs approval tab.
+	Approval string
+	Q        string
+	Tabs     []tab
 	// Exact is the payout whose payout_id is Q, shown above Q's payouts as
 	// a payer.
 	Exact   *payoutkit.Payout
@@ -97,7 +99,7 @@ var statusTabs = []struct{ label, status string }{
 
 func (h *Handler) withdrawals(w http.ResponseWriter, r *request) {
 	query := r.URL.Query()
-	v := withdrawalsView{Status: query.Get("status"), Q: query.Get("q")}
+	v := withdrawalsView{Status: query.Get("status"), Approval: query.Get("approval"), Q: query.Get("q")}
 	for _, t := range statusTabs {
 		u := url.Values{}
 		if t.status != "" {
@@ -110,7 +112,13 @@ func (h *Handler) withdrawals(w http.ResponseWriter, r *request) {
 		if len(u) > 0 {
 			link += "?" + u.Encode()
 		}
-		v.Tabs = append(v.Tabs, tab{Label: t.label, URL: link, Active: t.status == v.Status})
+		v.Tabs = append(v.Tabs, tab{Label: t.label, URL: link, Active: t.status == v.Status && v.Approval == ""})
+	}
+	v.Tabs = append(v.Tabs, tab{Label: "Needs approval", URL: "/withdrawals?approval=pending", Active: v.Approval == "pending"})
+	switch v.Approval {
+	case "", string(payoutkit.ApprovalPending), string(payoutkit.ApprovalApproved), string(payoutkit.ApprovalRejected), string(payoutkit.ApprovalNone):
+	default:
+		v.Fields.add("approval", "Choose pending, approved, rejected or none.")
 	}
 	switch payoutkit.PayoutStatus(v.Status) {
 	case "", payoutkit.PayoutSubmitted, payoutkit.PayoutCompleted, payoutkit.PayoutFailed:
@@ -126,14 +134,14 @@ func (h *Handler) withdrawals(w http.ResponseWriter, r *request) {
 	}
 
 	ws := r.session.WorkspaceID
-	req := payoutkit.ListPayoutsRequest{Status: payoutkit.PayoutStatus(v.Status), PayerID: v.Q, Limit: pageSize, Cursor: cursor(r)}
+	req := payoutkit.ListPayoutsRequest{Status: payoutkit.PayoutStatus(v.Status), Approval: payoutkit.Approval(v.Approval), PayerID: v.Q, Limit: pageSize, Cursor: cursor(r)}
 	if v.Q != "" && req.Cursor == "" {
 		// q names a payout_id or a payer_id: show the payout with that id
 		// first, then the payer's payouts.
 		p, err := h.svc.Payout(r.Context(), ws, v.Q)
 		switch {
 		case err == nil:
-			if p.PayerID != v.Q && (req.Status == "" || p.Status == req.Status) {
+			if p.PayerID != v.Q && (req.Status == "" || p.Status == req.Status) && (req.Approval == "" || p.Approval == req.Approval) {
 				v.Exact = &p
 			}
 		case errors.Is(err, payoutkit.ErrNotFound), errors.Is(err, payoutkit.ErrInvalidInput):
@@ -177,6 +185,8 @@ type withdrawalView struct {
 	// explorer beside its txid. Nothing sets it yet: the page keeps the
 	// place for it.
 	ExplorerURL string
+	// Decision is who approved or rejected a held payout, and when.
+	Decision *payoutkit.SecurityLogEntry
 }
 
 func (h *Handler) withdrawal(w http.ResponseWriter, r *request) {
@@ -198,9 +208,22 @@ func (h *Handler) withdrawal(w http.ResponseWriter, r *request) {
 		h.engineError(w, r.Request, err)
 		return
 	}
+	v := withdrawalView{Payout: p, Events: events}
+	if p.Approval == payoutkit.ApprovalApproved || p.Approval == payoutkit.ApprovalRejected {
+		d, err := h.svc.PayoutDecision(r.Context(), ws, id)
+		if err == nil {
+			v.Decision = &d
+		} else if !errors.Is(err, payoutkit.ErrNotFound) {
+			h.engineError(w, r.Request, err)
+			return
+		}
+	}
+	notice := map[string]string{
+		"approved": "The payout was approved: it is handed to the processor now.",
+		"rejected": "The payout was rejected: it failed and its amount is back in the balance.",
+	}[r.URL.Query().Get("done")]
 	h.renderPage(w, r, http.StatusOK, "withdrawal", page{
-		Title: "Withdrawal " + p.PayoutID, Section: "withdrawals",
-		Data: withdrawalView{Payout: p, Events: events},
+		Title: "Withdrawal " + p.PayoutID, Section: "withdrawals", Notice: notice, Data: v,
 	})
 }
 

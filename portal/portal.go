@@ -56,6 +56,31 @@ type Service interface {
 	SetWebhookURL(ctx context.Context, workspaceID, webhookURL string) (payoutkit.Workspace, error)
 	RotateWebhookSecret(ctx context.Context, workspaceID string) (payoutkit.Workspace, error)
 	ResendEvent(ctx context.Context, workspaceID, eventID string) error
+
+	// Roles and two-factor sign-in (contract, section 11). Each call judges
+	// the caller's stored role itself; the portal's guards only answer
+	// sooner.
+	BeginSignIn(ctx context.Context, email, password, clientAddr string) (payoutkit.SignInStart, error)
+	FinishSignIn(ctx context.Context, pending, code, clientAddr string) (payoutkit.NewSession, error)
+	Authorize(ctx context.Context, c payoutkit.StaffCaller, need payoutkit.Role) (payoutkit.StaffUser, error)
+	TOTPSetup(ctx context.Context, c payoutkit.StaffCaller) (payoutkit.TOTPSetup, error)
+	EnableTOTP(ctx context.Context, c payoutkit.StaffCaller, code string) ([]string, error)
+	DisableTOTP(ctx context.Context, c payoutkit.StaffCaller, code string) error
+	StaffUsers(ctx context.Context, c payoutkit.StaffCaller) ([]payoutkit.StaffUser, error)
+	AddStaffAs(ctx context.Context, c payoutkit.StaffCaller, email string, role payoutkit.Role) (payoutkit.NewStaff, error)
+	SetStaffRoleAs(ctx context.Context, c payoutkit.StaffCaller, email string, role payoutkit.Role, code string) error
+	RemoveStaffAs(ctx context.Context, c payoutkit.StaffCaller, email string) (int, error)
+	SetRequireTwoFactorAs(ctx context.Context, c payoutkit.StaffCaller, on bool) error
+
+	// Payout controls (contract, section 10) for admins.
+	PayoutPolicy(ctx context.Context, workspaceID string) (payoutkit.PayoutPolicy, error)
+	Addresses(ctx context.Context, workspaceID string) ([]payoutkit.AddressEntry, error)
+	PayoutDecision(ctx context.Context, workspaceID, payoutID string) (payoutkit.SecurityLogEntry, error)
+	ApprovePayoutAs(ctx context.Context, c payoutkit.StaffCaller, payoutID, code string) (payoutkit.Payout, error)
+	RejectPayoutAs(ctx context.Context, c payoutkit.StaffCaller, payoutID, reason, code string) (payoutkit.Payout, error)
+	AddAddressAs(ctx context.Context, c payoutkit.StaffCaller, network, addr, label, code string) (payoutkit.AddressEntry, error)
+	RemoveAddressAs(ctx context.Context, c payoutkit.StaffCaller, network, addr string) (int, error)
+	SetPayoutPolicyAs(ctx context.Context, c payoutkit.StaffCaller, patch payoutkit.PolicyPatch, code string) (payoutkit.PayoutPolicy, error)
 }
 
 var _ Service = (*payoutkit.Engine)(nil)
@@ -69,6 +94,11 @@ type Options struct {
 	// match the engine's Config.SessionMaxAge. Defaults to
 	// payoutkit.DefaultSessionMaxAge.
 	SessionMaxAge time.Duration
+	// ClientAddress returns a request's client address, which the
+	// security log records with sign-ins and staff changes. Defaults to the
+	// host of r.RemoteAddr; behind a reverse proxy, return the address the
+	// proxy reports (as httpserver.ClientAddr does over trusted proxies).
+	ClientAddress func(r *http.Request) string
 }
 
 // Handler serves the portal's pages. It is safe for concurrent use.
@@ -76,6 +106,7 @@ type Handler struct {
 	svc    Service
 	log    *slog.Logger
 	maxAge time.Duration
+	client func(r *http.Request) string
 	pages  *pages
 	root   http.Handler
 }
@@ -91,11 +122,17 @@ func New(svc Service, opts Options) *Handler {
 	if opts.SessionMaxAge <= 0 {
 		opts.SessionMaxAge = payoutkit.DefaultSessionMaxAge
 	}
-	h := &Handler{svc: svc, log: opts.Logger, maxAge: opts.SessionMaxAge, pages: parsePages()}
+	if opts.ClientAddress == nil {
+		opts.ClientAddress = remoteHost
+	}
+	h := &Handler{svc: svc, log: opts.Logger, maxAge: opts.SessionMaxAge, client: opts.ClientAddress, pages: parsePages()}
+	admin, developer := payoutkit.RoleAdmin, payoutkit.RoleDeveloper
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /login", h.loginPage)
 	mux.HandleFunc("POST /login", h.login)
+	mux.HandleFunc("GET /login/2fa", h.login2FAPage)
+	mux.HandleFunc("POST /login/2fa", h.login2FA)
 	mux.Handle("POST /logout", h.signedIn(h.logout))
 	mux.Handle("GET /{$}", h.signedIn(h.dashboard))
 	mux.Handle("GET /payments", h.signedIn(h.payments))
@@ -104,16 +141,32 @@ func New(svc Service, opts Options) *Handler {
 	mux.Handle("GET /customers", h.signedIn(h.customers))
 	mux.Handle("GET /settings", http.RedirectHandler("/settings/developer", http.StatusSeeOther))
 	mux.Handle("GET /settings/developer", h.signedIn(h.developer))
-	mux.Handle("POST /settings/developer/keys", h.signedIn(h.createKey))
-	mux.Handle("GET /settings/developer/keys/revoke", h.signedIn(h.confirmRevoke))
-	mux.Handle("POST /settings/developer/keys/revoke", h.signedIn(h.revokeKey))
-	mux.Handle("GET /settings/developer/keys/reset", h.signedIn(h.confirmReset))
-	mux.Handle("POST /settings/developer/keys/reset", h.signedIn(h.resetKeys))
-	mux.Handle("POST /settings/developer/webhook", h.signedIn(h.setWebhook))
-	mux.Handle("POST /settings/developer/webhook/rotate", h.signedIn(h.rotateSecret))
-	mux.Handle("POST /settings/developer/events/resend", h.signedIn(h.resendEvent))
+	mux.Handle("POST /settings/developer/keys", h.signedIn(h.role(developer, h.createKey)))
+	mux.Handle("GET /settings/developer/keys/revoke", h.signedIn(h.role(developer, h.confirmRevoke)))
+	mux.Handle("POST /settings/developer/keys/revoke", h.signedIn(h.role(developer, h.revokeKey)))
+	mux.Handle("GET /settings/developer/keys/reset", h.signedIn(h.role(developer, h.confirmReset)))
+	mux.Handle("POST /settings/developer/keys/reset", h.signedIn(h.role(developer, h.resetKeys)))
+	mux.Handle("POST /settings/developer/webhook", h.signedIn(h.role(developer, h.setWebhook)))
+	mux.Handle("POST /settings/developer/webhook/rotate", h.signedIn(h.role(developer, h.rotateSecret)))
+	mux.Handle("POST /settings/developer/events/resend", h.signedIn(h.role(developer, h.resendEvent)))
 	mux.Handle("GET /settings/password", h.signedIn(h.passwordPage))
 	mux.Handle("POST /settings/password", h.signedIn(h.changePassword))
+	mux.Handle("GET /settings/security", h.signedIn(h.securityPage))
+	mux.Handle("GET /settings/security/qr.png", h.signedIn(h.totpQR))
+	mux.Handle("POST /settings/security/totp", h.signedIn(h.enableTOTP))
+	mux.Handle("POST /settings/security/totp/disable", h.signedIn(h.disableTOTP))
+	mux.Handle("GET /settings/team", h.signedIn(h.role(admin, h.teamPage)))
+	mux.Handle("POST /settings/team", h.signedIn(h.role(admin, h.addStaff)))
+	mux.Handle("POST /settings/team/role", h.signedIn(h.role(admin, h.setRole)))
+	mux.Handle("POST /settings/team/remove", h.signedIn(h.role(admin, h.removeStaff)))
+	mux.Handle("POST /settings/team/require-2fa", h.signedIn(h.role(admin, h.requireTwoFactor)))
+	mux.Handle("GET /settings/addresses", h.signedIn(h.role(admin, h.addressesPage)))
+	mux.Handle("POST /settings/addresses", h.signedIn(h.role(admin, h.addAddress)))
+	mux.Handle("POST /settings/addresses/remove", h.signedIn(h.role(admin, h.removeAddress)))
+	mux.Handle("GET /settings/policy", h.signedIn(h.role(admin, h.policyPage)))
+	mux.Handle("POST /settings/policy", h.signedIn(h.role(admin, h.setPolicy)))
+	mux.Handle("POST /withdrawals/{payout_id}/approve", h.signedIn(h.role(admin, h.approvePayout)))
+	mux.Handle("POST /withdrawals/{payout_id}/reject", h.signedIn(h.role(admin, h.rejectPayout)))
 	static, _ := fs.Sub(assets, "assets")
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", noDirectories(http.FileServerFS(static))))
 	mux.HandleFunc("/", h.notFound)

@@ -24,6 +24,7 @@ var templateFiles embed.FS
 // inside the shared layout.
 var pageNames = []string{
 	"login", "error", "dashboard", "payments", "withdrawals", "withdrawal", "customers", "developer", "confirm", "password",
+	"login2fa", "security", "team", "addresses", "policy",
 }
 
 type pages struct{ byName map[string]*template.Template }
@@ -92,7 +93,16 @@ type page struct {
 	CSRF      string
 	Notice    string
 	Data      any
+	// Role is the signed-in user's role: the layout and the pages offer
+	// only the links and forms it allows.
+	Role payoutkit.Role
 }
+
+// Admin reports whether the page's user has the admin role.
+func (p page) Admin() bool { return p.Role == payoutkit.RoleAdmin }
+
+// Developer reports whether the page's user may use Settings → Developer.
+func (p page) Developer() bool { return p.Role.Allows(payoutkit.RoleDeveloper) }
 
 // render writes a page whole, or a plain 500 if its template fails: the
 // page is executed into a buffer first, so a failure never shows half a page.
@@ -115,7 +125,7 @@ func (h *Handler) renderPage(w http.ResponseWriter, r *request, status int, name
 		h.serverError(w, r.Request, err)
 		return
 	}
-	p.Staff, p.Workspace, p.CSRF = r.session.StaffEmail, ws.Name, r.csrf
+	p.Staff, p.Workspace, p.CSRF, p.Role = r.session.StaffEmail, ws.Name, r.csrf, r.session.Role
 	h.render(w, r.Request, status, name, p)
 }
 
@@ -132,6 +142,7 @@ var errorHeadings = map[int]string{
 	http.StatusBadRequest:          "This request cannot be served",
 	http.StatusForbidden:           "Not allowed",
 	http.StatusNotFound:            "Page not found",
+	http.StatusConflict:            "This cannot be done now",
 	http.StatusInternalServerError: "Something went wrong",
 }
 
@@ -165,7 +176,7 @@ func (h *Handler) sessionLayout(r *http.Request, p *page) {
 	if err != nil {
 		return
 	}
-	p.Staff, p.Workspace, p.CSRF = s.StaffEmail, ws.Name, csrfToken(c.Value)
+	p.Staff, p.Workspace, p.CSRF, p.Role = s.StaffEmail, ws.Name, csrfToken(c.Value), s.Role
 }
 
 func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
@@ -190,6 +201,12 @@ func (h *Handler) engineError(w http.ResponseWriter, r *http.Request, err error)
 		h.notFound(w, r)
 	case errors.Is(err, payoutkit.ErrInvalidInput):
 		h.renderError(w, r, http.StatusBadRequest, err.Error())
+	case errors.Is(err, payoutkit.ErrForbidden):
+		h.renderError(w, r, http.StatusForbidden, "Your role does not allow this, or it needs a fresh two-factor code: "+err.Error()+". Nothing was changed.")
+	case errors.Is(err, payoutkit.ErrConflict):
+		h.renderError(w, r, http.StatusConflict, sentenceOf(err.Error())+" Nothing was changed.")
+	case errors.Is(err, payoutkit.ErrUnauthorized):
+		h.renderError(w, r, http.StatusForbidden, "Your session no longer allows this. Sign in again.")
 	default:
 		h.serverError(w, r, err)
 	}
@@ -225,3 +242,15 @@ func (f *form) text(field, value string, max int) {
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
+
+// sentenceOf capitalises an engine message and ends it with a full stop.
+func sentenceOf(msg string) string {
+	if msg == "" {
+		return msg
+	}
+	msg = strings.ToUpper(msg[:1]) + msg[1:]
+	if !strings.HasSuffix(msg, ".") {
+		msg += "."
+	}
+	return msg
+}

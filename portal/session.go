@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/payoutkit/payoutkit"
 )
@@ -65,6 +64,19 @@ func (h *Handler) signedIn(page func(http.ResponseWriter, *request)) http.Handle
 			return
 		}
 		req := &request{Request: r, session: s, token: c.Value, csrf: csrfToken(c.Value)}
+		if !s.TwoFactor && !twoFactorExempt(r.URL.Path) {
+			// A workspace that requires two-factor sign-in sends a user
+			// without it to set it up before anything else.
+			ws, err := h.svc.Workspace(r.Context(), s.WorkspaceID)
+			if err != nil {
+				h.serverError(w, r, err)
+				return
+			}
+			if ws.RequireTwoFactor {
+				http.Redirect(w, r, "/settings/security", http.StatusSeeOther)
+				return
+			}
+		}
 		if r.Method == http.MethodPost {
 			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 			if err := r.ParseForm(); err != nil {
@@ -151,7 +163,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	ns, err := h.svc.SignInSession(r.Context(), v.Email, password)
+	st, err := h.svc.BeginSignIn(r.Context(), v.Email, password, h.client(r))
 	if locked, ok := errors.AsType[*payoutkit.SignInLockedError](err); ok {
 		wait := int(math.Ceil(locked.RetryAfter.Seconds()))
 		w.Header().Set("Retry-After", strconv.Itoa(wait))
@@ -168,13 +180,17 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{
-		Name: SessionCookie, Value: ns.Token, Path: "/",
-		Expires: ns.Session.CreatedAt.Add(h.maxAge), MaxAge: int(h.maxAge / time.Second),
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode,
-	})
-	h.clearCookie(w, r, loginCookie, "/login")
-	http.Redirect(w, r, localPath(v.Next), http.StatusSeeOther)
+	if st.Pending != "" {
+		// The second step: its own short-lived cookie, not a session.
+		http.SetCookie(w, &http.Cookie{
+			Name: twoFactorCookie, Value: st.Pending + "~" + url.QueryEscape(localPath(v.Next)), Path: "/login",
+			MaxAge:   pendingMaxAge, // the engine refuses it after its own expiry
+			HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
+		})
+		http.Redirect(w, r, "/login/2fa", http.StatusSeeOther)
+		return
+	}
+	h.startSession(w, r, st.Session, v.Next)
 }
 
 func (h *Handler) logout(w http.ResponseWriter, r *request) {

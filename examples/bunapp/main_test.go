@@ -18,7 +18,7 @@ func TestBunApp(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{
-		"migrated: group #1 (11 migrations (20261101000000_withdrawal_requests ... payoutkit_0010_payout_controls))\n",
+		"migrated: group #1 (12 migrations (20261101000000_withdrawal_requests ... payoutkit_0011_staff_security))\n",
 		"requests kept: 1\n",
 		"payout po-1: submitted, 25.00 USDT to TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t\n",
 		"payout po-2: payout not found\n",

@@ -293,30 +293,49 @@ func listEvents(ctx context.Context, engine *payoutkit.Engine, ws string, stdout
 	return printJSON(stdout, out)
 }
 
-// staff adds a staff login (printing its password once) or removes one,
-// ending their portal sessions on every instance.
+// staff adds a staff login with a role (printing its password once),
+// removes one (ending their portal sessions on every instance; never the
+// last admin), or turns off the two-factor sign-in of one who lost their
+// device.
 func staff(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("staff "+sub, stderr)
 	dsn := dbFlag(fs)
 	ws := fs.String("workspace", "", "the workspace `id` (required)")
 	email := fs.String("email", "", "the staff user's `e-mail` (required)")
+	var roleName *string
+	if sub == "add" {
+		roleName = fs.String("role", "viewer", "the new user's `role`: admin, developer or viewer")
+	}
 	if err := parseFlags(fs, args, []string{"db"}); err != nil {
 		return err
 	}
 	if *ws == "" || *email == "" {
 		return usagef("staff %s: -workspace and -email are required", sub)
 	}
+	var role payoutkit.Role
+	if roleName != nil {
+		var err error
+		if role, err = payoutkit.ParseRole(*roleName); err != nil {
+			return usagef("staff add: -role must be admin, developer or viewer")
+		}
+	}
 	engine, done, err := adminEngine(ctx, *dsn, stderr)
 	if err != nil {
 		return err
 	}
 	defer done()
-	if sub == "add" {
-		ns, err := engine.AddStaff(ctx, *ws, *email)
+	switch sub {
+	case "add":
+		ns, err := engine.AddStaffWithRole(ctx, *ws, *email, role, payoutkit.ActorCLI)
 		if err != nil {
 			return err
 		}
 		return printJSON(stdout, ns)
+	case "reset-2fa":
+		if err := engine.ResetTOTP(ctx, *ws, *email, payoutkit.ActorCLI); err != nil {
+			return err
+		}
+		return printJSON(stdout, map[string]any{"staff_email": strings.ToLower(*email), "two_factor": false})
 	}
 	n, err := engine.RemoveStaff(ctx, *ws, *email)
 	if err != nil {

@@ -15,7 +15,8 @@
 //	server webhook rotate-secret -db <db> -workspace <id>
 //	server webhook events -db <db> -workspace <id>
 //	server webhook resend -db <db> -workspace <id> -event <event id>
-//	server staff add|remove|reset-password -db <db> -workspace <id> -email <e-mail>
+//	server staff add -db <db> -workspace <id> -email <e-mail> [-role admin|developer|viewer]
+//	server staff remove|reset-password|reset-2fa -db <db> -workspace <id> -email <e-mail>
 //	server audit -db <db>
 //	server secrets reseal -db <db>
 //	server migrate -db <db>
@@ -106,7 +107,8 @@ const usage = `usage:
   server webhook rotate-secret -db <db> -workspace <id>
   server webhook events -db <db> -workspace <id>
   server webhook resend -db <db> -workspace <id> -event <event id>
-  server staff add|remove|reset-password -db <db> -workspace <id> -email <e-mail>
+  server staff add -db <db> -workspace <id> -email <e-mail> [-role admin|developer|viewer]
+  server staff remove|reset-password|reset-2fa -db <db> -workspace <id> -email <e-mail>
   server workspace policy -db <db> -workspace <id> [-max-payout <usd>] [-daily-limit <usd>] [-approval-over <usd>] [-address-allowlist on|off] [-cooling-off <duration>]
   server addresses add -db <db> -workspace <id> -network <network> -address <address> [-label <label>]
   server addresses list -db <db> -workspace <id>
@@ -141,7 +143,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return secretsReseal(ctx, rest[1:], stdout, stderr)
 	case cmd == "audit":
 		return audit(ctx, rest, stdout, stderr)
-	case cmd == "staff" && (sub == "add" || sub == "remove"):
+	case cmd == "staff" && (sub == "add" || sub == "remove" || sub == "reset-2fa"):
 		return staff(ctx, sub, rest[1:], stdout, stderr)
 	case cmd == "staff" && sub == "reset-password":
 		return staffResetPassword(ctx, rest[1:], stdout, stderr)

@@ -120,7 +120,10 @@ func TestPortalAcrossInstances(t *testing.T) {
 
 	// staff add prints a login that works; staff remove ends its sessions.
 	added := decodeObject(t, mustCommand(t, "staff", "add", "-db", db, "-workspace", ws, "-email", "ops@example.com"))
-	wantKeys(t, added, "staff_email", "staff_password")
+	wantKeys(t, added, "staff_email", "staff_password", "role")
+	if added["role"] != "viewer" {
+		t.Fatalf("staff add without -role made a %v; want viewer", added["role"])
+	}
 	ops := newStaffClient(t)
 	opsSession, _ := ops.signIn(b.url, "ops@example.com", added["staff_password"].(string))
 	if st := withCookie(t, http.MethodGet, a.url+"/", opsSession); st != http.StatusOK {
@@ -147,6 +150,24 @@ func TestPortalAcrossInstances(t *testing.T) {
 	}
 	if _, err := command(t, "staff", "add", "-db", db, "-workspace", ws); err == nil {
 		t.Fatal("staff add without -email succeeded")
+	}
+	dev := decodeObject(t, mustCommand(t, "staff", "add", "-db", db, "-workspace", ws, "-email", "dev@example.com", "-role", "developer"))
+	if dev["role"] != "developer" {
+		t.Fatalf("staff add -role developer printed %v", dev)
+	}
+	if _, err := command(t, "staff", "add", "-db", db, "-workspace", ws, "-email", "boss@example.com", "-role", "owner"); err == nil {
+		t.Fatal("staff add took the role owner")
+	}
+	// The last admin (workspace create's login) cannot be removed.
+	if _, err := command(t, "staff", "remove", "-db", db, "-workspace", ws, "-email", email); err == nil {
+		t.Fatal("staff remove removed the last admin")
+	}
+	reset := decodeObject(t, mustCommand(t, "staff", "reset-2fa", "-db", db, "-workspace", ws, "-email", "dev@example.com"))
+	if reset["two_factor"] != false {
+		t.Fatalf("staff reset-2fa printed %v", reset)
+	}
+	if _, err := command(t, "staff", "reset-2fa", "-db", db, "-workspace", ws, "-email", "nobody@example.com"); err == nil {
+		t.Fatal("staff reset-2fa of an unknown user succeeded")
 	}
 }
 

@@ -27,6 +27,7 @@ type Store struct {
 	pending    []*event                       // pending events, oldest first
 	sessions   map[[32]byte]payoutkit.StaffSession
 	failures   map[string]payoutkit.SignInFailures // by e-mail
+	recovery   map[string]map[[32]byte]bool        // unused recovery codes by e-mail
 	work       wake.Signal                         // see SubscribeWork
 }
 
@@ -91,6 +92,7 @@ func New() *Store {
 		keys:       make(map[string]*payoutkit.APIKey),
 		events:     make(map[string]*event),
 		sessions:   make(map[[32]byte]payoutkit.StaffSession),
+		recovery:   make(map[string]map[[32]byte]bool),
 		failures:   make(map[string]payoutkit.SignInFailures),
 	}
 }
@@ -128,6 +130,9 @@ func (s *Store) CreateWorkspace(_ context.Context, ws payoutkit.Workspace, staff
 	}
 	s.workspaces[ws.ID] = &workspace{
 		ws: ws, payouts: make(map[string]*payout), orders: make(map[string]*order), customers: make(map[string]*customer),
+	}
+	if staff.Role == "" {
+		staff.Role = payoutkit.RoleViewer
 	}
 	s.staff[staff.Email] = staff
 	key = cloneKey(key)
@@ -188,6 +193,7 @@ func (s *Store) StaffUser(_ context.Context, email string) (payoutkit.StaffUser,
 	if !ok {
 		return payoutkit.StaffUser{}, payoutkit.ErrNotFound
 	}
+	u.RecoveryCodes = len(s.recovery[email])
 	return u, nil
 }
 
@@ -875,30 +881,159 @@ func pageOf[R, T any](rows []R, req payoutkit.PageRequest, item func(R) (int64, 
 }
 
 // InsertStaffUser implements payoutkit.StaffStore.
-func (s *Store) InsertStaffUser(_ context.Context, u payoutkit.StaffUser) error {
+func (s *Store) InsertStaffUser(_ context.Context, u payoutkit.StaffUser, log payoutkit.SecurityLogEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, err := s.workspace(u.WorkspaceID); err != nil {
+	w, err := s.workspace(u.WorkspaceID)
+	if err != nil {
 		return err
 	}
 	if _, taken := s.staff[u.Email]; taken {
 		return payoutkit.ErrConflict
 	}
+	if u.Role == "" {
+		u.Role = payoutkit.RoleViewer
+	}
+	u.TOTPSecret, u.TOTPPending, u.TOTPLastStep, u.RecoveryCodes, u.LastSignInAt = "", "", 0, 0, time.Time{}
 	s.staff[u.Email] = u
+	s.appendLog(w, log)
 	return nil
 }
 
 // DeleteStaffUser implements payoutkit.StaffStore.
-func (s *Store) DeleteStaffUser(_ context.Context, workspaceID, email string) (int, error) {
+func (s *Store) DeleteStaffUser(_ context.Context, workspaceID, email string, log payoutkit.SecurityLogEntry) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	w, err := s.workspace(workspaceID)
+	if err != nil {
+		return 0, err
+	}
 	u, ok := s.staff[email]
 	if !ok || u.WorkspaceID != workspaceID {
 		return 0, nil
 	}
+	if s.lastAdmin(workspaceID, email) {
+		return 0, payoutkit.ErrConflict
+	}
 	delete(s.staff, email)
+	delete(s.recovery, email)
 	s.endSessions(email, [32]byte{})
+	s.appendLog(w, log)
 	return 1, nil
+}
+
+// lastAdmin reports whether email is the workspace's only admin.
+func (s *Store) lastAdmin(workspaceID, email string) bool {
+	if u := s.staff[email]; u.Role != payoutkit.RoleAdmin {
+		return false
+	}
+	for e, u := range s.staff {
+		if e != email && u.WorkspaceID == workspaceID && u.Role == payoutkit.RoleAdmin {
+			return false
+		}
+	}
+	return true
+}
+
+// StaffUsers implements payoutkit.StaffStore.
+func (s *Store) StaffUsers(_ context.Context, workspaceID string) ([]payoutkit.StaffUser, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var list []payoutkit.StaffUser
+	for e, u := range s.staff {
+		if u.WorkspaceID == workspaceID {
+			u.RecoveryCodes = len(s.recovery[e])
+			list = append(list, u)
+		}
+	}
+	slices.SortFunc(list, func(a, b payoutkit.StaffUser) int { return strings.Compare(a.Email, b.Email) })
+	return list, nil
+}
+
+// SetStaffRole implements payoutkit.StaffStore.
+func (s *Store) SetStaffRole(_ context.Context, workspaceID, email string, role payoutkit.Role, log payoutkit.SecurityLogEntry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, err := s.workspace(workspaceID)
+	if err != nil {
+		return err
+	}
+	u, ok := s.staff[email]
+	if !ok || u.WorkspaceID != workspaceID {
+		return payoutkit.ErrNotFound
+	}
+	if role != payoutkit.RoleAdmin && s.lastAdmin(workspaceID, email) {
+		return payoutkit.ErrConflict
+	}
+	u.Role = role
+	s.staff[email] = u
+	s.appendLog(w, log)
+	return nil
+}
+
+// SetStaffTOTP implements payoutkit.StaffStore.
+func (s *Store) SetStaffTOTP(_ context.Context, email string, t payoutkit.StaffTOTP, log *payoutkit.SecurityLogEntry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.staff[email]
+	if !ok {
+		return payoutkit.ErrNotFound
+	}
+	var w *workspace
+	if log != nil {
+		var err error
+		if w, err = s.workspace(log.WorkspaceID); err != nil {
+			return err
+		}
+	}
+	u.TOTPSecret, u.TOTPPending, u.TOTPLastStep = t.Secret, t.Pending, t.LastStep
+	s.staff[email] = u
+	codes := make(map[[32]byte]bool, len(t.RecoveryHashes))
+	for _, h := range t.RecoveryHashes {
+		codes[h] = true
+	}
+	s.recovery[email] = codes
+	if w != nil {
+		s.appendLog(w, *log)
+	}
+	return nil
+}
+
+// UseTOTPStep implements payoutkit.StaffStore.
+func (s *Store) UseTOTPStep(_ context.Context, email string, step int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.staff[email]
+	if !ok || u.TOTPSecret == "" || u.TOTPLastStep >= step {
+		return payoutkit.ErrConflict
+	}
+	u.TOTPLastStep = step
+	s.staff[email] = u
+	return nil
+}
+
+// UseRecoveryCode implements payoutkit.StaffStore.
+func (s *Store) UseRecoveryCode(_ context.Context, email string, hash [32]byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.recovery[email][hash] {
+		return payoutkit.ErrNotFound
+	}
+	delete(s.recovery[email], hash)
+	return nil
+}
+
+// SetRequireTwoFactor implements payoutkit.StaffStore.
+func (s *Store) SetRequireTwoFactor(_ context.Context, workspaceID string, on bool, log payoutkit.SecurityLogEntry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, err := s.workspace(workspaceID)
+	if err != nil {
+		return err
+	}
+	w.ws.RequireTwoFactor = on
+	s.appendLog(w, log)
+	return nil
 }
 
 // SetStaffPassword implements payoutkit.StaffStore.
@@ -934,7 +1069,11 @@ func (s *Store) InsertStaffSession(_ context.Context, ss payoutkit.StaffSession)
 	if _, taken := s.sessions[ss.TokenHash]; taken {
 		return payoutkit.ErrConflict
 	}
+	ss.Role, ss.TwoFactor = "", false // not stored with the session
 	s.sessions[ss.TokenHash] = ss
+	u := s.staff[ss.StaffEmail]
+	u.LastSignInAt = ss.CreatedAt
+	s.staff[ss.StaffEmail] = u
 	return nil
 }
 

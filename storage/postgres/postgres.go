@@ -294,6 +294,11 @@ func newOps(w writer) sqlcore.Ops {
 		// foreign key check locks the row too) then waits for the
 		// deleting transaction and fails, instead of failing the DELETE.
 		StaffLockSQL: `SELECT 1 FROM staff_users WHERE email = $1 AND workspace_id = $2 FOR UPDATE`,
+		// A role change or a removal counts the workspace's admins after
+		// this lock: two demotions on two instances cannot both see the
+		// other admin. NO KEY UPDATE leaves the foreign-key checks of the
+		// workspace's payouts and orders alone.
+		WorkspaceLockSQL: `SELECT 1 FROM workspaces WHERE id = $1 FOR NO KEY UPDATE`,
 		// Every change of a workspace's 24-hour window (a create judged by
 		// its policy, a failure, a policy change) takes the balance row's
 		// lock first: they serialise, across instances, in one order.

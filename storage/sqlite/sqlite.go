@@ -332,9 +332,10 @@ func newOps(w writer, s *Store) sqlcore.Ops {
 		Detach: func(ctx context.Context) context.Context { return ctx },
 		// The transaction holds the write lock: no session can be
 		// inserted meanwhile.
-		StaffLockSQL:   `SELECT 1 FROM staff_users WHERE email = $1 AND workspace_id = $2`,
-		InsertEventSQL: insertEventSQL,
-		Param:          func(n int, _ string) string { return fmt.Sprintf("$%d", n) },
+		StaffLockSQL:     `SELECT 1 FROM staff_users WHERE email = $1 AND workspace_id = $2`,
+		WorkspaceLockSQL: `SELECT 1 FROM workspaces WHERE id = $1`,
+		InsertEventSQL:   insertEventSQL,
+		Param:            func(n int, _ string) string { return fmt.Sprintf("$%d", n) },
 		From: func(table string, f sqlcore.NewestFilter) string {
 			// SQLite plans from the schema alone, and would take a
 			// created_at range with two bounds over an equality on status:

@@ -39,6 +39,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("Lists", func(t *testing.T) { testLists(t, open) })
 	t.Run("Settlement", func(t *testing.T) { testSettlement(t, open) })
 	t.Run("Staff", func(t *testing.T) { testStaff(t, open) })
+	t.Run("StaffSecurity", func(t *testing.T) { testStaffSecurity(t, open) })
 	t.Run("Controls", func(t *testing.T) { testControls(t, open) })
 }
 

@@ -11,7 +11,7 @@ import (
 
 // The point reads of workspaces and keys, which the SQLite store prepares.
 const (
-	WorkspaceSQL = `SELECT id, name, webhook_url, webhook_secret, created_at FROM workspaces WHERE id = $1`
+	WorkspaceSQL = `SELECT id, name, webhook_url, webhook_secret, created_at, require_2fa FROM workspaces WHERE id = $1`
 	APIKeySQL    = `SELECT ` + KeyCols + ` FROM api_keys WHERE prefix = $1`
 )
 
@@ -26,8 +26,7 @@ func (o *Ops) CreateWorkspace(ctx context.Context, ws payoutkit.Workspace, staff
 		if _, err := tx.ExecContext(ctx, `INSERT INTO balances (workspace_id) VALUES ($1)`, ws.ID); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO staff_users (email, workspace_id, password_hash, created_at) VALUES ($1, $2, $3, $4)`,
-			staff.Email, ws.ID, staff.PasswordHash, o.c.TS(staff.CreatedAt)); err != nil {
+		if _, err := tx.ExecContext(ctx, insertStaffSQL, staff.Email, ws.ID, staff.PasswordHash, o.c.TS(staff.CreatedAt), staffRole(staff.Role)); err != nil {
 			return err
 		}
 		return o.insertKey(ctx, tx, key)
@@ -38,7 +37,7 @@ func (o *Ops) CreateWorkspace(ctx context.Context, ws payoutkit.Workspace, staff
 // Workspace implements payoutkit.WorkspaceStore.
 func (o *Ops) Workspace(ctx context.Context, id string) (payoutkit.Workspace, error) {
 	var ws payoutkit.Workspace
-	err := o.w.ReadRow(ctx, WorkspaceSQL, id).Scan(&ws.ID, &ws.Name, &ws.WebhookURL, &ws.WebhookSecret, TimeCol{T: &ws.CreatedAt})
+	err := o.w.ReadRow(ctx, WorkspaceSQL, id).Scan(&ws.ID, &ws.Name, &ws.WebhookURL, &ws.WebhookSecret, TimeCol{T: &ws.CreatedAt}, &ws.RequireTwoFactor)
 	if err != nil {
 		return payoutkit.Workspace{}, o.c.Translate(ctx, "workspace", err)
 	}
@@ -87,9 +86,7 @@ func (o *Ops) SwapWebhookSecret(ctx context.Context, workspaceID, old, next stri
 
 // StaffUser implements payoutkit.WorkspaceStore.
 func (o *Ops) StaffUser(ctx context.Context, email string) (payoutkit.StaffUser, error) {
-	var u payoutkit.StaffUser
-	err := o.w.Reader().QueryRowContext(ctx, `SELECT workspace_id, email, password_hash, created_at FROM staff_users WHERE email = $1`, email).
-		Scan(&u.WorkspaceID, &u.Email, &u.PasswordHash, TimeCol{T: &u.CreatedAt})
+	u, err := ScanStaffUser(o.w.Reader().QueryRowContext(ctx, `SELECT `+StaffUserCols+` FROM staff_users WHERE email = $1`, email))
 	if err != nil {
 		return payoutkit.StaffUser{}, o.c.Translate(ctx, "staff user", err)
 	}
@@ -192,28 +189,43 @@ func (o *Ops) TouchAPIKey(ctx context.Context, prefix string, at time.Time) erro
 // run on the writer outside the group committer, as workspaces and keys do.
 
 // InsertStaffUser implements payoutkit.StaffStore.
-func (o *Ops) InsertStaffUser(ctx context.Context, u payoutkit.StaffUser) error {
-	_, err := o.w.Admin().ExecContext(ctx, `INSERT INTO staff_users (email, workspace_id, password_hash, created_at) VALUES ($1, $2, $3, $4)`,
-		u.Email, u.WorkspaceID, u.PasswordHash, o.c.TS(u.CreatedAt))
+func (o *Ops) InsertStaffUser(ctx context.Context, u payoutkit.StaffUser, log payoutkit.SecurityLogEntry) error {
+	ctx = o.c.Detach(ctx)
+	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, insertStaffSQL, u.Email, u.WorkspaceID, u.PasswordHash, o.c.TS(u.CreatedAt), staffRole(u.Role)); err != nil {
+			return err
+		}
+		return o.appendLog(ctx, tx, log)
+	})
 	return o.c.Translate(ctx, "insert staff user", err)
 }
 
 // DeleteStaffUser implements payoutkit.StaffStore.
-func (o *Ops) DeleteStaffUser(ctx context.Context, workspaceID, email string) (int, error) {
-	// The user's row is found (and on PostgreSQL locked: a session inserted
-	// meanwhile then waits for this transaction and fails, instead of
-	// failing the user's DELETE) first.
-	lock := o.c.StaffLockSQL
+func (o *Ops) DeleteStaffUser(ctx context.Context, workspaceID, email string, log payoutkit.SecurityLogEntry) (int, error) {
 	deleted := 0
 	ctx = o.c.Detach(ctx)
 	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
+		// The workspace's staff changes serialise on its row, so that the
+		// count of admins below is the latest on every instance.
+		if err := o.lockStaffOf(ctx, tx, workspaceID); err != nil {
+			return err
+		}
+		// The user's row is found (and on PostgreSQL locked: a session
+		// inserted meanwhile then waits for this transaction and fails,
+		// instead of failing the user's DELETE).
 		var one int
-		if err := tx.QueryRowContext(ctx, lock, email, workspaceID).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+		if err := tx.QueryRowContext(ctx, o.c.StaffLockSQL, email, workspaceID).Scan(&one); errors.Is(err, sql.ErrNoRows) {
 			return nil // not a user of this workspace
 		} else if err != nil {
 			return err
 		}
+		if err := o.keepAnAdmin(ctx, tx, workspaceID, email); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM staff_sessions WHERE staff_email = $1`, email); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM staff_recovery_codes WHERE staff_email = $1`, email); err != nil {
 			return err
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM staff_users WHERE email = $1 AND workspace_id = $2`, email, workspaceID)
@@ -222,7 +234,10 @@ func (o *Ops) DeleteStaffUser(ctx context.Context, workspaceID, email string) (i
 		}
 		n, err := res.RowsAffected()
 		deleted = int(n)
-		return err
+		if err != nil || n == 0 {
+			return err
+		}
+		return o.appendLog(ctx, tx, log)
 	})
 	if err != nil {
 		return 0, o.c.Translate(ctx, "delete staff user", err)
@@ -250,13 +265,21 @@ func (o *Ops) SetStaffPassword(ctx context.Context, email, passwordHash string, 
 // InsertStaffSession implements payoutkit.StaffStore. A session of an
 // unknown user, or of a user of another workspace, is ErrNotFound.
 func (o *Ops) InsertStaffSession(ctx context.Context, ss payoutkit.StaffSession) error {
-	res, err := o.w.Admin().ExecContext(ctx, `INSERT INTO staff_sessions (`+SessionCols+`)
+	ctx = o.c.Detach(ctx)
+	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO staff_sessions (`+SessionCols+`)
 		SELECT $1, $2, $3, $4, $5 WHERE EXISTS (SELECT 1 FROM staff_users WHERE email = $3 AND workspace_id = $2)`,
-		ss.TokenHash[:], ss.WorkspaceID, ss.StaffEmail, o.c.TS(ss.CreatedAt), o.c.TS(ss.LastSeenAt))
-	if err != nil {
-		return o.c.Translate(ctx, "insert staff session", err)
-	}
-	return MustAffect(res, payoutkit.ErrNotFound)
+			ss.TokenHash[:], ss.WorkspaceID, ss.StaffEmail, o.c.TS(ss.CreatedAt), o.c.TS(ss.LastSeenAt))
+		if err != nil {
+			return err
+		}
+		if err := MustAffect(res, payoutkit.ErrNotFound); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE staff_users SET last_sign_in_at = $2 WHERE email = $1`, ss.StaffEmail, o.c.TS(ss.CreatedAt))
+		return err
+	})
+	return o.c.Translate(ctx, "insert staff session", err)
 }
 
 // StaffSession implements payoutkit.StaffStore.

@@ -49,6 +49,9 @@ type OpsConfig struct {
 	// StaffLockSQL finds ($1 e-mail, $2 workspace) the staff user that
 	// DeleteStaffUser deletes, locking it where the database needs it.
 	StaffLockSQL string
+	// WorkspaceLockSQL finds ($1) a workspace, locking it against other
+	// changes of its staff's roles where the database needs it.
+	WorkspaceLockSQL string
 	// Param renders the placeholder of the nth argument of a listing of
 	// newest rows, typed as cast where the database needs it.
 	Param func(n int, cast string) string
