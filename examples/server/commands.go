@@ -389,7 +389,8 @@ func markdownServeFlags() string {
 	return b.String()
 }
 
-// mdCell escapes text for a Markdown table cell.
+// mdCell escapes text for a Markdown table cell: its pipes, and the angle
+// brackets of placeholders such as <db>, which would read as HTML.
 func mdCell(s string) string {
-	return strings.ReplaceAll(s, "|", `\|`)
+	return strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;").Replace(s)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -182,3 +183,41 @@ func TestCommandsThatMatchNothingFail(t *testing.T) {
 		t.Fatalf("addresses remove printed %q", got)
 	}
 }
+// The README's table of commands and its configuration table are the ones
+// the command definitions make: a command or flag added to the server and
+// missing from the README fails here. PAYOUTKIT_UPDATE_README=1 rewrites
+// them in place.
+func TestReadmeCommandTables(t *testing.T) {
+	const path = "../../README.md"
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(raw)
+	for _, table := range []struct{ name, want string }{
+		{"commands", markdownCommands()},
+		{"configuration", markdownServeFlags()},
+	} {
+		begin := "<!-- generated: " + table.name + " (examples/server TestReadmeCommandTables) -->\n"
+		end := "<!-- end: " + table.name + " -->"
+		i, j := strings.Index(readme, begin), strings.Index(readme, end)
+		if i < 0 || j < i {
+			t.Fatalf("README.md lacks the %s table between %q and %q", table.name, begin, end)
+		}
+		got := readme[i+len(begin) : j]
+		if got == table.want {
+			continue
+		}
+		if os.Getenv("PAYOUTKIT_UPDATE_README") == "1" {
+			readme = readme[:i+len(begin)] + table.want + readme[j:]
+			continue
+		}
+		t.Errorf("README.md's %s table is not the one the commands make (PAYOUTKIT_UPDATE_README=1 go test -run TestReadmeCommandTables ./examples/server/ rewrites it):\n%s", table.name, table.want)
+	}
+	if readme != string(raw) {
+		if err := os.WriteFile(path, []byte(readme), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
