@@ -183,6 +183,7 @@ func TestCommandsThatMatchNothingFail(t *testing.T) {
 		t.Fatalf("addresses remove printed %q", got)
 	}
 }
+
 // The README's table of commands and its configuration table are the ones
 // the command definitions make: a command or flag added to the server and
 // missing from the README fails here. PAYOUTKIT_UPDATE_README=1 rewrites
@@ -220,4 +221,3 @@ func TestReadmeCommandTables(t *testing.T) {
 		}
 	}
 }
-

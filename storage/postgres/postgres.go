@@ -21,12 +21,12 @@
 // The money movements are single statements (data-modifying CTEs), group
 // committed: one transaction carries the writes queued meanwhile, sent
 // pipelined (one round trip for the batch), without savepoints, and holds a
-// workspace's balance row once per batch instead of once per payout (see
-// committer). Point reads that arrive together go together (readgroup.go);
-// claims go in one round trip with their plan settings (claimPipelined).
-// Dispatchers on several instances claim outbox events with SELECT ... FOR
-// UPDATE SKIP LOCKED. The store keeps its growing tables' planner
-// statistics fresh itself (statistics.go).
+// workspace's balance row once per batch instead of once per payout. Point
+// reads that arrive together go together, as one pgx batch; claims go in
+// one round trip with their plan settings. Dispatchers on several instances
+// claim outbox events with SELECT ... FOR UPDATE SKIP LOCKED. The store
+// keeps its growing tables' planner statistics fresh itself. The
+// repository's docs/STORAGE.md explains each of these.
 package postgres
 
 import (
