@@ -174,9 +174,9 @@ func WithMaxConns(n int) Option {
 // WithCommitObserver has fn told of every group-commit transaction, for
 // metrics: writes is how many writes the transaction carried (1 to 256) and
 // d how long it took from BEGIN until every writer was answered (including,
-// after an error, running its writes again one by one). fn runs on a
-// committer's goroutine, which its writers wait on: it must return
-// quickly. Several committers call it concurrently. Administrative writes,
+// after an error, running its writes again one by one). fn runs on the
+// goroutine that commits the group, which its writers wait on: it must
+// return quickly. Several such goroutines call it concurrently. Administrative writes,
 // which have transactions of their own, are not reported. Defaults to none.
 func WithCommitObserver(fn func(writes int, d time.Duration)) Option {
 	return func(c *config) { c.observeCommit = fn }
