@@ -205,7 +205,7 @@ func keysCommand(sub string) func(fs *flag.FlagSet) runFunc {
 					return err
 				}
 				if n == 0 {
-					return noKeyRevoked(ctx, engine, *ws, *prefix, stdout)
+					return noKeyRevoked(ctx, engine, *ws, *prefix, stdout, stderr)
 				}
 				return printJSON(stdout, map[string]int{"revoked": n})
 			}
@@ -214,10 +214,10 @@ func keysCommand(sub string) func(fs *flag.FlagSet) runFunc {
 }
 
 // noKeyRevoked answers a revoke that revoked nothing. A key revoked already
-// is what was asked: it prints {"revoked":0} with the time it was revoked.
-// A prefix that no key of the workspace has is a mistake that must not
-// look like success (a typo during an incident): it fails.
-func noKeyRevoked(ctx context.Context, engine *payoutkit.Engine, ws, prefix string, stdout io.Writer) error {
+// is what was asked: it prints {"revoked":0} and says on stderr when it was
+// revoked. A prefix that no key of the workspace has is a mistake that must
+// not look like success (a typo during an incident): it fails.
+func noKeyRevoked(ctx context.Context, engine *payoutkit.Engine, ws, prefix string, stdout, stderr io.Writer) error {
 	list, err := engine.APIKeys(ctx, ws)
 	if err != nil {
 		return err
@@ -225,7 +225,8 @@ func noKeyRevoked(ctx context.Context, engine *payoutkit.Engine, ws, prefix stri
 	prefix = strings.TrimPrefix(prefix, "sk_")
 	for _, k := range list {
 		if k.Prefix == prefix && !k.RevokedAt.IsZero() {
-			return printJSON(stdout, map[string]any{"revoked": 0, "revoked_at": timeOrNull(k.RevokedAt)})
+			newLogger(stderr, "json").Info("keys revoke: the key was revoked already", "prefix", prefix, "revoked_at", *timeOrNull(k.RevokedAt))
+			return printJSON(stdout, map[string]int{"revoked": 0})
 		}
 	}
 	return fmt.Errorf("keys revoke: workspace %s has no key with prefix %s (nothing was revoked; `server keys list` shows the prefixes)", ws, prefix)
