@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -67,30 +69,29 @@ func adminEngine(ctx context.Context, dsn string, stderr io.Writer) (*payoutkit.
 	return engine, func() { store.Close() }, nil
 }
 
-func workspaceCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("workspace create", stderr)
+// workspaceCreateCommand creates a workspace and prints its credentials.
+func workspaceCreateCommand(fs *flag.FlagSet) runFunc {
 	dsn := dbFlag(fs)
 	name := fs.String("name", "", "the workspace's `name` (required)")
 	webhookURL := fs.String("webhook-url", "", "where the workspace's events are sent (http or https `URL`)")
 	staffEmail := fs.String("staff-email", "", "the first staff user's `e-mail` (default: admin+<workspace id>@payoutkit.local)")
-	if err := parseFlags(fs, args, []string{"db"}); err != nil {
-		return err
+	return func(ctx context.Context, stdout, stderr io.Writer) error {
+		if *name == "" {
+			return usagef("workspace create: -name is required")
+		}
+		engine, done, err := creatingEngine(ctx, *dsn, stderr)
+		if err != nil {
+			return err
+		}
+		defer done()
+		nw, err := engine.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{
+			Name: *name, WebhookURL: *webhookURL, StaffEmail: *staffEmail,
+		})
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, newWorkspaceJSON(nw))
 	}
-	if *name == "" {
-		return usagef("workspace create: -name is required")
-	}
-	engine, done, err := creatingEngine(ctx, *dsn, stderr)
-	if err != nil {
-		return err
-	}
-	defer done()
-	nw, err := engine.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{
-		Name: *name, WebhookURL: *webhookURL, StaffEmail: *staffEmail,
-	})
-	if err != nil {
-		return err
-	}
-	return printJSON(stdout, newWorkspaceJSON(nw))
 }
 
 // keyJSON is one row of keys list.
@@ -133,128 +134,164 @@ func timeOrNull(t time.Time) *string {
 	return &s
 }
 
-func keys(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("keys "+sub, stderr)
-	dsn := dbFlag(fs)
-	ws := fs.String("workspace", "", "the workspace `id` (required)")
-	var prefix, scopes, allowIPs *string
-	switch sub {
-	case "revoke":
-		prefix = fs.String("prefix", "", "the key `prefix` to revoke (required)")
-	case "create":
-		scopes = fs.String("scopes", "orders:write,payouts:write", "what the key may write: a comma-separated `list` of orders:write and payouts:write, or read for neither")
-		allowIPs = fs.String("allow-ips", "", "the client addresses the key may be used from: a comma-separated `list` of IPv4/IPv6 addresses and CIDR ranges (default: any)")
-	}
-	if err := parseFlags(fs, args, []string{"db"}); err != nil {
-		return err
-	}
-	if *ws == "" {
-		return usagef("keys %s: -workspace is required", sub)
-	}
-	if prefix != nil && *prefix == "" {
-		return usagef("keys revoke: -prefix is required")
-	}
-	var req payoutkit.CreateAPIKeyRequest
-	if sub == "create" {
-		var err error
-		if req.Scopes, err = payoutkit.ParseScopes(*scopes); err != nil {
-			return usagef("keys create: -scopes: %v", err)
+// keysCommand creates, lists, revokes or resets API keys.
+func keysCommand(sub string) func(fs *flag.FlagSet) runFunc {
+	return func(fs *flag.FlagSet) runFunc {
+		dsn := dbFlag(fs)
+		ws := workspaceFlag(fs)
+		var prefix, scopes, allowIPs *string
+		switch sub {
+		case "revoke":
+			prefix = fs.String("prefix", "", "the key `prefix` to revoke (required)")
+		case "create":
+			scopes = fs.String("scopes", "orders:write,payouts:write", "what the key may write: a comma-separated `list` of orders:write and payouts:write, or read for neither")
+			allowIPs = fs.String("allow-ips", "", "the client addresses the key may be used from: a comma-separated `list` of IPv4/IPv6 addresses and CIDR ranges (default: any)")
 		}
-		req.AllowIPs = splitCommas(*allowIPs)
-		if _, err := payoutkit.ParseAllowIPs(req.AllowIPs); err != nil {
-			return usagef("keys create: -allow-ips: %v", err)
+		return func(ctx context.Context, stdout, stderr io.Writer) error {
+			if *ws == "" {
+				return usagef("keys %s: -workspace is required", sub)
+			}
+			if prefix != nil && *prefix == "" {
+				return usagef("keys revoke: -prefix is required")
+			}
+			var req payoutkit.CreateAPIKeyRequest
+			if sub == "create" {
+				var err error
+				if req.Scopes, err = payoutkit.ParseScopes(*scopes); err != nil {
+					return usagef("keys create: -scopes: %v", err)
+				}
+				req.AllowIPs = splitCommas(*allowIPs)
+				if _, err := payoutkit.ParseAllowIPs(req.AllowIPs); err != nil {
+					return usagef("keys create: -allow-ips: %v", err)
+				}
+			}
+			engine, done, err := adminEngine(ctx, *dsn, stderr)
+			if err != nil {
+				return err
+			}
+			defer done()
+			switch sub {
+			case "create":
+				k, err := engine.CreateAPIKeyWith(ctx, *ws, req)
+				if err != nil {
+					return err
+				}
+				return printJSON(stdout, newKeyJSON{
+					APIKey: k.Key, Prefix: k.Prefix, Scopes: scopeStrings(k.Scopes), AllowIPs: payoutkit.FormatAllowIPs(k.AllowIPs),
+				})
+			case "reset":
+				k, err := engine.ResetAPIKeys(ctx, *ws)
+				if err != nil {
+					return err
+				}
+				return printJSON(stdout, k)
+			case "list":
+				list, err := engine.APIKeys(ctx, *ws)
+				if err != nil {
+					return err
+				}
+				out := make([]keyJSON, 0, len(list))
+				for _, k := range list {
+					out = append(out, keyJSON{
+						Prefix: k.Prefix, CreatedAt: k.CreatedAt.UTC().Format(time.RFC3339),
+						RevokedAt: timeOrNull(k.RevokedAt), LastUsedAt: timeOrNull(k.LastUsedAt),
+						Scopes: scopeStrings(k.Scopes), AllowIPs: payoutkit.FormatAllowIPs(k.AllowIPs),
+					})
+				}
+				return printJSON(stdout, out)
+			default: // revoke
+				n, err := engine.RevokeAPIKey(ctx, *ws, *prefix)
+				if err != nil {
+					return err
+				}
+				if n == 0 {
+					return noKeyRevoked(ctx, engine, *ws, *prefix, stdout, stderr)
+				}
+				return printJSON(stdout, map[string]int{"revoked": n})
+			}
 		}
-	}
-	engine, done, err := adminEngine(ctx, *dsn, stderr)
-	if err != nil {
-		return err
-	}
-	defer done()
-	switch sub {
-	case "create":
-		k, err := engine.CreateAPIKeyWith(ctx, *ws, req)
-		if err != nil {
-			return err
-		}
-		return printJSON(stdout, newKeyJSON{
-			APIKey: k.Key, Prefix: k.Prefix, Scopes: scopeStrings(k.Scopes), AllowIPs: payoutkit.FormatAllowIPs(k.AllowIPs),
-		})
-	case "reset":
-		k, err := engine.ResetAPIKeys(ctx, *ws)
-		if err != nil {
-			return err
-		}
-		return printJSON(stdout, k)
-	case "list":
-		list, err := engine.APIKeys(ctx, *ws)
-		if err != nil {
-			return err
-		}
-		out := make([]keyJSON, 0, len(list))
-		for _, k := range list {
-			out = append(out, keyJSON{
-				Prefix: k.Prefix, CreatedAt: k.CreatedAt.UTC().Format(time.RFC3339),
-				RevokedAt: timeOrNull(k.RevokedAt), LastUsedAt: timeOrNull(k.LastUsedAt),
-				Scopes: scopeStrings(k.Scopes), AllowIPs: payoutkit.FormatAllowIPs(k.AllowIPs),
-			})
-		}
-		return printJSON(stdout, out)
-	default: // revoke
-		n, err := engine.RevokeAPIKey(ctx, *ws, *prefix)
-		if err != nil {
-			return err
-		}
-		return printJSON(stdout, map[string]int{"revoked": n})
 	}
 }
 
-func webhook(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("webhook "+sub, stderr)
-	dsn := dbFlag(fs)
-	ws := fs.String("workspace", "", "the workspace `id` (required)")
-	var u *string
-	var eventID *string
-	switch sub {
-	case "set":
-		u = fs.String("url", "", "where the workspace's events are sent: an http or https `URL`, or empty to stop sending")
-	case "resend":
-		eventID = fs.String("event", "", "the `id` of the event to send again (required)")
-	}
-	if err := parseFlags(fs, args, []string{"db"}); err != nil {
-		return err
-	}
-	if *ws == "" {
-		return usagef("webhook %s: -workspace is required", sub)
-	}
-	if eventID != nil && *eventID == "" {
-		return usagef("webhook resend: -event is required")
-	}
-	engine, done, err := adminEngine(ctx, *dsn, stderr)
+// noKeyRevoked answers a revoke that revoked nothing. A key revoked already
+// is what was asked: it prints {"revoked":0} and says on stderr when it was
+// revoked. A prefix that no key of the workspace has is a mistake that must
+// not look like success (a typo during an incident): it fails.
+func noKeyRevoked(ctx context.Context, engine *payoutkit.Engine, ws, prefix string, stdout, stderr io.Writer) error {
+	list, err := engine.APIKeys(ctx, ws)
 	if err != nil {
 		return err
 	}
-	defer done()
-	switch sub {
-	case "events":
-		return listEvents(ctx, engine, *ws, stdout)
-	case "resend":
-		if err := engine.ResendEvent(ctx, *ws, *eventID); err != nil {
-			return err
+	prefix = strings.TrimPrefix(prefix, "sk_")
+	for _, k := range list {
+		if k.Prefix == prefix && !k.RevokedAt.IsZero() {
+			newLogger(stderr, "json").Info("keys revoke: the key was revoked already", "prefix", prefix, "revoked_at", *timeOrNull(k.RevokedAt))
+			return printJSON(stdout, map[string]int{"revoked": 0})
 		}
-		return printJSON(stdout, map[string]string{"event_id": *eventID, "state": string(payoutkit.DeliveryPending)})
 	}
-	if sub == "set" {
-		w, err := engine.SetWebhookURL(ctx, *ws, *u)
-		if err != nil {
-			return err
-		}
-		return printJSON(stdout, map[string]string{"workspace_id": w.ID, "webhook_url": w.WebhookURL})
-	}
-	w, err := engine.RotateWebhookSecret(ctx, *ws)
-	if err != nil {
+	// The contract's answer, then the exit status that tells a script
+	// (or an operator in an incident) that nothing matched.
+	if err := printJSON(stdout, map[string]int{"revoked": 0}); err != nil {
 		return err
 	}
-	return printJSON(stdout, map[string]string{"workspace_id": w.ID, "webhook_secret": w.WebhookSecret})
+	return fmt.Errorf("keys revoke: workspace %s has no key with prefix %s (nothing was revoked; `server keys list` shows the prefixes)", ws, prefix)
+}
+
+// workspaceFlag defines the -workspace flag of the commands on one
+// workspace.
+func workspaceFlag(fs *flag.FlagSet) *string {
+	return fs.String("workspace", "", "the workspace `id` (required)")
+}
+
+// webhookCommand sets the webhook URL, rotates the secret, lists the
+// events or sends one again.
+func webhookCommand(sub string) func(fs *flag.FlagSet) runFunc {
+	return func(fs *flag.FlagSet) runFunc {
+		dsn := dbFlag(fs)
+		ws := workspaceFlag(fs)
+		var u *string
+		var eventID *string
+		switch sub {
+		case "set":
+			u = fs.String("url", "", "where the workspace's events are sent: an http or https `URL`, or empty to stop sending")
+		case "resend":
+			eventID = fs.String("event", "", "the `id` of the event to send again (required)")
+		}
+		return func(ctx context.Context, stdout, stderr io.Writer) error {
+			if *ws == "" {
+				return usagef("webhook %s: -workspace is required", sub)
+			}
+			if eventID != nil && *eventID == "" {
+				return usagef("webhook resend: -event is required")
+			}
+			engine, done, err := adminEngine(ctx, *dsn, stderr)
+			if err != nil {
+				return err
+			}
+			defer done()
+			switch sub {
+			case "events":
+				return listEvents(ctx, engine, *ws, stdout)
+			case "resend":
+				if err := engine.ResendEvent(ctx, *ws, *eventID); err != nil {
+					return err
+				}
+				return printJSON(stdout, map[string]string{"event_id": *eventID, "state": string(payoutkit.DeliveryPending)})
+			}
+			if sub == "set" {
+				w, err := engine.SetWebhookURL(ctx, *ws, *u)
+				if err != nil {
+					return err
+				}
+				return printJSON(stdout, map[string]string{"workspace_id": w.ID, "webhook_url": w.WebhookURL})
+			}
+			w, err := engine.RotateWebhookSecret(ctx, *ws)
+			if err != nil {
+				return err
+			}
+			return printJSON(stdout, map[string]string{"workspace_id": w.ID, "webhook_secret": w.WebhookSecret})
+		}
+	}
 }
 
 // eventJSON is one row of webhook events.
@@ -293,55 +330,61 @@ func listEvents(ctx context.Context, engine *payoutkit.Engine, ws string, stdout
 	return printJSON(stdout, out)
 }
 
-// staff adds a staff login with a role (printing its password once),
-// removes one (ending their portal sessions on every instance; never the
-// last admin), or turns off the two-factor sign-in of one who lost their
-// device.
-func staff(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("staff "+sub, stderr)
-	dsn := dbFlag(fs)
-	ws := fs.String("workspace", "", "the workspace `id` (required)")
-	email := fs.String("email", "", "the staff user's `e-mail` (required)")
-	var roleName *string
-	if sub == "add" {
-		roleName = fs.String("role", "viewer", "the new user's `role`: admin, developer or viewer")
-	}
-	if err := parseFlags(fs, args, []string{"db"}); err != nil {
-		return err
-	}
-	if *ws == "" || *email == "" {
-		return usagef("staff %s: -workspace and -email are required", sub)
-	}
-	var role payoutkit.Role
-	if roleName != nil {
-		var err error
-		if role, err = payoutkit.ParseRole(*roleName); err != nil {
-			return usagef("staff add: -role must be admin, developer or viewer")
+// staffCommand adds a staff login with a role (printing its password
+// once), removes one (ending their portal sessions on every instance; never
+// the last admin), or turns off the two-factor sign-in of one who lost
+// their device.
+func staffCommand(sub string) func(fs *flag.FlagSet) runFunc {
+	return func(fs *flag.FlagSet) runFunc {
+		dsn := dbFlag(fs)
+		ws := workspaceFlag(fs)
+		email := fs.String("email", "", "the staff user's `e-mail` (required)")
+		var roleName *string
+		if sub == "add" {
+			roleName = fs.String("role", "viewer", "the new user's `role`: admin, developer or viewer")
+		}
+		return func(ctx context.Context, stdout, stderr io.Writer) error {
+			if *ws == "" || *email == "" {
+				return usagef("staff %s: -workspace and -email are required", sub)
+			}
+			var role payoutkit.Role
+			if roleName != nil {
+				var err error
+				if role, err = payoutkit.ParseRole(*roleName); err != nil {
+					return usagef("staff add: -role must be admin, developer or viewer")
+				}
+			}
+			engine, done, err := adminEngine(ctx, *dsn, stderr)
+			if err != nil {
+				return err
+			}
+			defer done()
+			switch sub {
+			case "add":
+				ns, err := engine.AddStaffWithRole(ctx, *ws, *email, role, payoutkit.ActorCLI)
+				if err != nil {
+					return err
+				}
+				return printJSON(stdout, ns)
+			case "reset-2fa":
+				if err := engine.ResetTOTP(ctx, *ws, *email, payoutkit.ActorCLI); err != nil {
+					return err
+				}
+				return printJSON(stdout, map[string]any{"staff_email": strings.ToLower(*email), "two_factor": false})
+			}
+			n, err := engine.RemoveStaffBy(ctx, *ws, *email, payoutkit.ActorCLI)
+			if err != nil {
+				return err
+			}
+			if err := printJSON(stdout, map[string]int{"removed": n}); err != nil {
+				return err
+			}
+			if n == 0 {
+				return fmt.Errorf("staff remove: workspace %s has no staff login %s (nothing was removed)", *ws, *email)
+			}
+			return nil
 		}
 	}
-	engine, done, err := adminEngine(ctx, *dsn, stderr)
-	if err != nil {
-		return err
-	}
-	defer done()
-	switch sub {
-	case "add":
-		ns, err := engine.AddStaffWithRole(ctx, *ws, *email, role, payoutkit.ActorCLI)
-		if err != nil {
-			return err
-		}
-		return printJSON(stdout, ns)
-	case "reset-2fa":
-		if err := engine.ResetTOTP(ctx, *ws, *email, payoutkit.ActorCLI); err != nil {
-			return err
-		}
-		return printJSON(stdout, map[string]any{"staff_email": strings.ToLower(*email), "two_factor": false})
-	}
-	n, err := engine.RemoveStaff(ctx, *ws, *email)
-	if err != nil {
-		return err
-	}
-	return printJSON(stdout, map[string]int{"removed": n})
 }
 
 // auditJSON is what audit prints.
@@ -379,52 +422,50 @@ type outboxJSON struct {
 // errAuditFailed makes audit exit non-zero after printing its report.
 var errAuditFailed = errors.New("audit: a money invariant is broken (see the report on stdout)")
 
-// audit recomputes every workspace's money from its rows and reports the
+// auditCommand recomputes every workspace's money from its rows and reports the
 // outbox's state; it fails when an invariant is broken.
-func audit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("audit", stderr)
+func auditCommand(fs *flag.FlagSet) runFunc {
 	dsn := dbFlag(fs)
-	if err := parseFlags(fs, args, []string{"db"}); err != nil {
-		return err
-	}
-	// The audit reads rows, not the engine: it runs over the store alone.
-	store, err := adminStore(ctx, *dsn, newLogger(stderr, "json"))
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	ids, err := store.WorkspaceIDs(ctx)
-	if err != nil {
-		return err
-	}
-	report := auditJSON{OK: true, Workspaces: make([]workspaceAuditJSON, 0, len(ids))}
-	for _, id := range ids {
-		a, err := store.Audit(ctx, id)
+	return func(ctx context.Context, stdout, stderr io.Writer) error {
+		// The audit reads rows, not the engine: it runs over the store alone.
+		store, err := adminStore(ctx, *dsn, newLogger(stderr, "json"))
 		if err != nil {
 			return err
 		}
-		w := workspaceAuditJSON{
-			WorkspaceID: id, OK: true,
-			Available: a.Available, InProgress: a.InProgress, LedgerSum: a.LedgerSum, PaidOrders: a.PaidOrders,
-			SubmittedPayouts: a.SubmittedPayouts, CompletedPayouts: a.CompletedPayouts,
-			CustomersPaidIn: a.CustomersPaidIn, CustomersPaidOut: a.CustomersPaidOut, CustomersInProgress: a.CustomersInProgress,
+		defer store.Close()
+		ids, err := store.WorkspaceIDs(ctx)
+		if err != nil {
+			return err
 		}
-		if err := a.Check(); err != nil {
-			msg := err.Error()
-			w.OK, w.Error, report.OK = false, &msg, false
+		report := auditJSON{OK: true, Workspaces: make([]workspaceAuditJSON, 0, len(ids))}
+		for _, id := range ids {
+			a, err := store.Audit(ctx, id)
+			if err != nil {
+				return err
+			}
+			w := workspaceAuditJSON{
+				WorkspaceID: id, OK: true,
+				Available: a.Available, InProgress: a.InProgress, LedgerSum: a.LedgerSum, PaidOrders: a.PaidOrders,
+				SubmittedPayouts: a.SubmittedPayouts, CompletedPayouts: a.CompletedPayouts,
+				CustomersPaidIn: a.CustomersPaidIn, CustomersPaidOut: a.CustomersPaidOut, CustomersInProgress: a.CustomersInProgress,
+			}
+			if err := a.Check(); err != nil {
+				msg := err.Error()
+				w.OK, w.Error, report.OK = false, &msg, false
+			}
+			report.Workspaces = append(report.Workspaces, w)
 		}
-		report.Workspaces = append(report.Workspaces, w)
+		h, err := store.OutboxHealth(ctx)
+		if err != nil {
+			return err
+		}
+		report.Outbox = outboxJSON{Pending: h.Pending, Delivered: h.Delivered, Failed: h.Failed, NotSent: h.NotSent, OldestPending: timeOrNull(h.OldestPending)}
+		if err := printJSON(stdout, report); err != nil {
+			return err
+		}
+		if !report.OK {
+			return errAuditFailed
+		}
+		return nil
 	}
-	h, err := store.OutboxHealth(ctx)
-	if err != nil {
-		return err
-	}
-	report.Outbox = outboxJSON{Pending: h.Pending, Delivered: h.Delivered, Failed: h.Failed, NotSent: h.NotSent, OldestPending: timeOrNull(h.OldestPending)}
-	if err := printJSON(stdout, report); err != nil {
-		return err
-	}
-	if !report.OK {
-		return errAuditFailed
-	}
-	return nil
 }

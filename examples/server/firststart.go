@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -114,52 +115,48 @@ func logSealing(log *slog.Logger, dsn string, keys sealing, warnPlain bool) {
 // migrateCommand brings an existing database's schema up to this binary's, as
 // serve does when it starts, and prints whether it changed anything. Like
 // the other admin commands it refuses a database that does not exist.
-func migrateCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("migrate", stderr)
+func migrateCommand(fs *flag.FlagSet) runFunc {
 	dsn := dbFlag(fs)
-	if err := parseFlags(fs, args, []string{"db"}); err != nil {
-		return err
-	}
-	log := newLogger(stderr, "json")
-	store, err := adminStore(ctx, *dsn, log)
-	if err == nil {
+	return func(ctx context.Context, stdout, stderr io.Writer) error {
+		log := newLogger(stderr, "json")
+		store, err := adminStore(ctx, *dsn, log)
+		if err == nil {
+			store.Close()
+			return printJSON(stdout, map[string]bool{"migrated": false})
+		}
+		if !errors.Is(err, sqlite.ErrSchemaOutdated) { // storage/postgres's is the same value
+			return err
+		}
+		store, err = openStore(ctx, *dsn, log, asAdmin(), creating())
+		if err != nil {
+			return err
+		}
 		store.Close()
-		return printJSON(stdout, map[string]bool{"migrated": false})
+		return printJSON(stdout, map[string]bool{"migrated": true})
 	}
-	if !errors.Is(err, sqlite.ErrSchemaOutdated) { // storage/postgres's is the same value
-		return err
-	}
-	store, err = openStore(ctx, *dsn, log, asAdmin(), creating())
-	if err != nil {
-		return err
-	}
-	store.Close()
-	return printJSON(stdout, map[string]bool{"migrated": true})
 }
 
-// staffResetPassword gives a staff login a new password, printed once, and
+// staffResetPasswordCommand gives a staff login a new password, printed once, and
 // ends every portal session of theirs.
-func staffResetPassword(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("staff reset-password", stderr)
+func staffResetPasswordCommand(fs *flag.FlagSet) runFunc {
 	dsn := dbFlag(fs)
-	ws := fs.String("workspace", "", "the workspace `id` (required)")
+	ws := workspaceFlag(fs)
 	email := fs.String("email", "", "the staff user's `e-mail` (required)")
-	if err := parseFlags(fs, args, []string{"db"}); err != nil {
-		return err
+	return func(ctx context.Context, stdout, stderr io.Writer) error {
+		if *ws == "" || *email == "" {
+			return usagef("staff reset-password: -workspace and -email are required")
+		}
+		engine, done, err := adminEngine(ctx, *dsn, stderr)
+		if err != nil {
+			return err
+		}
+		defer done()
+		ns, err := engine.ResetStaffPassword(ctx, *ws, *email)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, ns)
 	}
-	if *ws == "" || *email == "" {
-		return usagef("staff reset-password: -workspace and -email are required")
-	}
-	engine, done, err := adminEngine(ctx, *dsn, stderr)
-	if err != nil {
-		return err
-	}
-	defer done()
-	ns, err := engine.ResetStaffPassword(ctx, *ws, *email)
-	if err != nil {
-		return err
-	}
-	return printJSON(stdout, ns)
 }
 
 // fileExists reports whether path names something (a file, or anything).

@@ -3,23 +3,14 @@
 // admin commands that manage workspaces, API keys, webhook destinations and
 // staff logins.
 //
-//	server [serve] [-addr :8080] [-db ./payoutkit.db] [-sandbox=true]
-//	       [-sandbox-settle-after 0] [-rate-limit 0] [-trusted-proxies <CIDR,...>]
-//	       [-portal=true] [-log-format json]
-//	server workspace create -db <db> -name <name> [-webhook-url <url>] [-staff-email <email>]
-//	server keys create -db <db> -workspace <id> [-scopes orders:write,payouts:write|read]
-//	       [-allow-ips <address or CIDR,...>]
-//	server keys reset|list -db <db> -workspace <id>
-//	server keys revoke -db <db> -workspace <id> -prefix <prefix>
-//	server webhook set -db <db> -workspace <id> -url <url>
-//	server webhook rotate-secret -db <db> -workspace <id>
-//	server webhook events -db <db> -workspace <id>
-//	server webhook resend -db <db> -workspace <id> -event <event id>
-//	server staff add -db <db> -workspace <id> -email <e-mail> [-role admin|developer|viewer]
-//	server staff remove|reset-password|reset-2fa -db <db> -workspace <id> -email <e-mail>
-//	server audit -db <db>
-//	server secrets reseal -db <db>
-//	server migrate -db <db>
+//	server [serve] [flags]     serve (flags alone run it)
+//	server <command> [flags]   an admin command: workspace create, keys create, ...
+//	server <command> -h        a command's flags, each with its variable
+//	server help [command]      the same; alone, the list of commands
+//	server version             the module's version and VCS revision
+//
+// Every command is defined once, in commands.go, from which its help, its
+// usage errors and the README's tables of commands and configuration come.
 //
 // Every serve flag is also read from the environment as PAYOUTKIT_<NAME>
 // (upper case, dashes as underscores: PAYOUTKIT_SANDBOX_SETTLE_AFTER); a
@@ -39,9 +30,14 @@
 // secrets reseal moves every secret to the current key. Every command finds
 // the keys the same way.
 //
-// Commands print their JSON alone on stdout; logs and errors go to stderr,
-// and a failure exits non-zero. serve binds its address before anything
-// else, so that a start that cannot serve creates nothing. On an empty
+// Commands print their JSON alone on stdout; logs and errors go to stderr.
+// The exit status is 0 when a command did what it says (help included), 1
+// when it failed (a database it cannot open, something it cannot find), 2
+// for a mistake in the command line (an unknown command or flag, a missing
+// or bad value).
+//
+// serve binds its address before anything else, so that a start that
+// cannot serve creates nothing. On an empty
 // database, serve first creates a workspace with a staff login and an API
 // key and prints them once, as workspace create does, and writes them to a
 // credentials file readable by its owner alone (-credentials-file; beside
@@ -57,11 +53,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"strings"
 	"syscall"
 )
 
@@ -96,72 +90,3 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
-
-const usage = `usage:
-  server [serve] [-addr :8080] [-db ./payoutkit.db] [-sandbox=true] [-sandbox-settle-after 0] [-rate-limit 0] [-trusted-proxies <CIDR,...>] [-portal=true] [-log-format json]
-  server workspace create -db <db> -name <name> [-webhook-url <url>] [-staff-email <email>]
-  server keys create -db <db> -workspace <id> [-scopes orders:write,payouts:write|read] [-allow-ips <address or CIDR,...>]
-  server keys reset|list -db <db> -workspace <id>
-  server keys revoke -db <db> -workspace <id> -prefix <prefix>
-  server webhook set -db <db> -workspace <id> -url <url>
-  server webhook rotate-secret -db <db> -workspace <id>
-  server webhook events -db <db> -workspace <id>
-  server webhook resend -db <db> -workspace <id> -event <event id>
-  server staff add -db <db> -workspace <id> -email <e-mail> [-role admin|developer|viewer]
-  server staff remove|reset-password|reset-2fa -db <db> -workspace <id> -email <e-mail>
-  server workspace policy -db <db> -workspace <id> [-max-payout <usd>] [-daily-limit <usd>] [-approval-over <usd>] [-address-allowlist on|off] [-cooling-off <duration>]
-  server addresses add -db <db> -workspace <id> -network <network> -address <address> [-label <label>]
-  server addresses list -db <db> -workspace <id>
-  server addresses remove -db <db> -workspace <id> -network <network> -address <address>
-  server payouts approve|reject -db <db> -workspace <id> -payout-id <id> [-reason <text>]
-  server security-log -db <db> -workspace <id>
-  server audit -db <db>
-  server secrets reseal -db <db>
-  server migrate -db <db>
-`
-
-// run runs one command. It is main without the process: tests call it.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || len(args[0]) > 0 && args[0][0] == '-' && args[0] != "-h" && args[0] != "-help" && args[0] != "--help" {
-		return serve(ctx, args, stdout, stderr)
-	}
-	cmd, rest := args[0], args[1:]
-	sub := ""
-	if len(rest) > 0 {
-		sub = rest[0]
-	}
-	switch {
-	case cmd == "serve":
-		return serve(ctx, rest, stdout, stderr)
-	case cmd == "workspace" && sub == "create":
-		return workspaceCreate(ctx, rest[1:], stdout, stderr)
-	case cmd == "keys" && (sub == "create" || sub == "reset" || sub == "list" || sub == "revoke"):
-		return keys(ctx, sub, rest[1:], stdout, stderr)
-	case cmd == "webhook" && (sub == "set" || sub == "rotate-secret" || sub == "events" || sub == "resend"):
-		return webhook(ctx, sub, rest[1:], stdout, stderr)
-	case cmd == "secrets" && sub == "reseal":
-		return secretsReseal(ctx, rest[1:], stdout, stderr)
-	case cmd == "audit":
-		return audit(ctx, rest, stdout, stderr)
-	case cmd == "staff" && (sub == "add" || sub == "remove" || sub == "reset-2fa"):
-		return staff(ctx, sub, rest[1:], stdout, stderr)
-	case cmd == "staff" && sub == "reset-password":
-		return staffResetPassword(ctx, rest[1:], stdout, stderr)
-	case cmd == "migrate":
-		return migrateCommand(ctx, rest, stdout, stderr)
-	case cmd == "workspace" && sub == "policy":
-		return workspacePolicy(ctx, rest[1:], stdout, stderr)
-	case cmd == "addresses" && (sub == "add" || sub == "list" || sub == "remove"):
-		return addresses(ctx, sub, rest[1:], stdout, stderr)
-	case cmd == "payouts" && (sub == "approve" || sub == "reject"):
-		return payoutDecision(ctx, sub, rest[1:], stdout, stderr)
-	case cmd == "security-log":
-		return securityLog(ctx, rest, stdout, stderr)
-	case cmd == "help" || cmd == "-h" || cmd == "-help" || cmd == "--help":
-		fmt.Fprint(stderr, usage)
-		return nil
-	default:
-		fmt.Fprint(stderr, usage)
-		return usagef("unknown command %q", strings.Join(args[:min(2, len(args))], " "))
-	}
-}

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -210,40 +211,38 @@ func plainSecretsAdvice(dsn string) string {
 	return msg + " or name a key file with -secret-key-file (" + envSecretKeyFile + "), restart, then run `server secrets reseal -db …` to seal the secrets stored so far"
 }
 
-// secretsReseal seals every workspace's webhook secret with the current key
+// secretsResealCommand seals every workspace's webhook secret with the current key
 // of PAYOUTKIT_SECRET_KEY (plain ones and those sealed with a previous key)
 // and prints what it did. It fails when a secret does not open, after
 // resealing the others.
-func secretsReseal(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("secrets reseal", stderr)
+func secretsResealCommand(fs *flag.FlagSet) runFunc {
 	dsn := dbFlag(fs)
-	if err := parseFlags(fs, args, []string{"db"}); err != nil {
-		return err
-	}
-	engine, done, err := adminEngine(ctx, *dsn, stderr)
-	if err != nil {
-		return err
-	}
-	defer done()
-	rep, err := engine.ResealWebhookSecrets(ctx)
-	if errors.Is(err, payoutkit.ErrNoSecretKeys) {
-		where := "a key file named by " + envSecretKeyFile
-		if f := defaultKeyFile(*dsn); f != "" {
-			where = "a key file at " + f + " (or where " + envSecretKeyFile + " says)"
+	return func(ctx context.Context, stdout, stderr io.Writer) error {
+		engine, done, err := adminEngine(ctx, *dsn, stderr)
+		if err != nil {
+			return err
 		}
-		return usagef("secrets reseal: no sealing key: set %s (base64 of 32 random bytes), or keep %s", envSecretKey, where)
+		defer done()
+		rep, err := engine.ResealWebhookSecrets(ctx)
+		if errors.Is(err, payoutkit.ErrNoSecretKeys) {
+			where := "a key file named by " + envSecretKeyFile
+			if f := defaultKeyFile(*dsn); f != "" {
+				where = "a key file at " + f + " (or where " + envSecretKeyFile + " says)"
+			}
+			return usagef("secrets reseal: no sealing key: set %s (base64 of 32 random bytes), or keep %s", envSecretKey, where)
+		}
+		if len(rep.Failed) == 0 && err != nil {
+			return err
+		}
+		if perr := printJSON(stdout, rep); perr != nil {
+			return perr
+		}
+		if len(rep.Failed) > 0 {
+			return fmt.Errorf("secrets reseal: %d webhook secrets did not open (see the report on stdout); add their keys to %s and run it again",
+				len(rep.Failed), envSecretKeyPrevious)
+		}
+		return nil
 	}
-	if len(rep.Failed) == 0 && err != nil {
-		return err
-	}
-	if perr := printJSON(stdout, rep); perr != nil {
-		return perr
-	}
-	if len(rep.Failed) > 0 {
-		return fmt.Errorf("secrets reseal: %d webhook secrets did not open (see the report on stdout); add their keys to %s and run it again",
-			len(rep.Failed), envSecretKeyPrevious)
-	}
-	return nil
 }
 
 // cursorKey derives the key of list cursors' HMAC from the current sealing

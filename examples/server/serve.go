@@ -35,8 +35,9 @@ var (
 	passwordCost int
 )
 
-func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("serve", stderr)
+// serveCommand serves the API, the portal and webhook delivery until ctx
+// ends.
+func serveCommand(fs *flag.FlagSet) runFunc {
 	addr := fs.String("addr", ":8080", "`address` to listen on")
 	dsn := dbFlag(fs)
 	sandbox := fs.Bool("sandbox", true, "serve the /v1/sandbox endpoints, move no real money, and deliver webhooks to private addresses")
@@ -54,153 +55,152 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	withPprof := fs.Bool("pprof", false, "also serve Go's profiles (net/http/pprof) at /debug/pprof/ on -metrics-addr")
 	credentialsFile := fs.String("credentials-file", "", "`file` the first start writes the first workspace's credentials to, never over an existing one (default: beside the SQLite database, <db>"+credentialsFileSuffix+"; payoutkit"+credentialsFileSuffix+" in the working directory for PostgreSQL)")
 	keyFile := fs.String("secret-key-file", "", "`file` of the key that seals webhook secrets when "+envSecretKey+" is unset; the first start makes it (default: beside the SQLite database, <db>"+secretKeyFileSuffix+"; none for PostgreSQL)")
-	if err := parseFlags(fs, args, nil); err != nil {
-		return err
-	}
-	switch {
-	case *settleAfter < 0:
-		return usagef("-sandbox-settle-after must not be negative")
-	case *settleAfter > 0 && !*sandbox:
-		return usagef("-sandbox-settle-after needs -sandbox")
-	case math.IsNaN(*rateLimit) || *rateLimit < 0 || *rateLimit > 1e6 || (*rateLimit > 0 && *rateLimit < 0.001):
-		return usagef("-rate-limit must be 0 (off) or between 0.001 and 1000000 requests per second")
-	case *authFailures < 0:
-		return usagef("-auth-failure-limit must not be negative (0 turns it off)")
-	case *logFormat != "json" && *logFormat != "text":
-		return usagef("-log-format must be json or text")
-	case *retention == 0:
-		return usagef("-event-retention must not be zero (negative keeps every event)")
-	case *lease < 2*time.Second:
-		return usagef("-delivery-lease must be at least 2s")
-	case *withPprof && *metricsAddr == "":
-		return usagef("-pprof needs -metrics-addr")
-	}
-
-	proxies, err := parseTrustedProxies(*trustedProxies)
-	if err != nil {
-		return err
-	}
-	coins, err := loadCoins(*coinsFile)
-	if err != nil {
-		return err
-	}
-
-	// The port is bound before anything is made: a start that cannot serve
-	// creates no database, no key and no credentials.
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return fmt.Errorf("cannot listen on -addr %s (nothing was created): %w", *addr, err)
-	}
-	defer ln.Close() // Serve closes it too; this covers the returns before
-
-	log := newLogger(stderr, *logFormat)
-	var m *metrics // nil: no metrics, no hooks
-	if *metricsAddr != "" {
-		m = newMetrics()
-	}
-	store, err := openStore(ctx, *dsn, log, m.storeOptions()...)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	// Before the first workspace too: a start that cannot serve its
-	// metrics prints no credentials.
-	if m != nil {
-		stopMetrics, err := m.serveMetrics(ctx, *metricsAddr, *withPprof, store, log)
-		if err != nil {
-			return fmt.Errorf("metrics listener: %w", err)
+	return func(ctx context.Context, stdout, stderr io.Writer) error {
+		switch {
+		case *settleAfter < 0:
+			return usagef("-sandbox-settle-after must not be negative")
+		case *settleAfter > 0 && !*sandbox:
+			return usagef("-sandbox-settle-after needs -sandbox")
+		case math.IsNaN(*rateLimit) || *rateLimit < 0 || *rateLimit > 1e6 || (*rateLimit > 0 && *rateLimit < 0.001):
+			return usagef("-rate-limit must be 0 (off) or between 0.001 and 1000000 requests per second")
+		case *authFailures < 0:
+			return usagef("-auth-failure-limit must not be negative (0 turns it off)")
+		case *logFormat != "json" && *logFormat != "text":
+			return usagef("-log-format must be json or text")
+		case *retention == 0:
+			return usagef("-event-retention must not be zero (negative keeps every event)")
+		case *lease < 2*time.Second:
+			return usagef("-delivery-lease must be at least 2s")
+		case *withPprof && *metricsAddr == "":
+			return usagef("-pprof needs -metrics-addr")
 		}
-		defer stopMetrics()
-	}
 
-	done, err := initialised(ctx, store)
-	if err != nil {
-		return err
-	}
-	credentials := cmp.Or(*credentialsFile, defaultCredentialsFile(*dsn))
-	keys, err := secretKeys(*dsn, *keyFile, !done)
-	if err != nil {
-		return err
-	}
-	logSealing(log, *dsn, keys, true)
-	cfg := &payoutkit.Config{Logger: log, PasswordCost: passwordCost, SecretKeys: keys.ring, ObservePayout: m.observePayout(),
-		CursorKey: cursorKey(keys),
-		Delivery: payoutkit.DeliveryConfig{
-			// One attempt ends within its lease: a lease under 20s shortens the timeout.
-			Notifier:       &payoutkit.HTTPNotifier{AllowPrivate: *sandbox || *allowPrivate, Timeout: min(payoutkit.DefaultTimeout, *lease/2)},
-			Lease:          *lease,
-			Retention:      *retention,
-			ObserveAttempt: m.observeAttempt(),
-		}}
-	cfg.Coins = coins // nil: the default list
-	if *sandbox {
-		// Payouts reach it through the engine's hand-off loop (Start below).
-		cfg.Processor = &payoutkit.SandboxProcessor{SettleAfter: *settleAfter}
-	}
-	engine, err := payoutkit.New(store, cfg)
-	if err != nil {
-		return err
-	}
-	if err := bootstrap(ctx, engine, store, *dsn, credentials, stdout, log); err != nil {
-		return err
-	}
+		proxies, err := parseTrustedProxies(*trustedProxies)
+		if err != nil {
+			return err
+		}
+		coins, err := loadCoins(*coinsFile)
+		if err != nil {
+			return err
+		}
 
-	var handler http.Handler = httpserver.New(engine, httpserver.Options{
-		Logger: log, Sandbox: *sandbox, RateLimit: *rateLimit, TrustedProxies: proxies,
-		AuthFailureLimit: cmp.Or(*authFailures, -1), // 0 (off) is negative for httpserver
-		ObserveRequest:   m.observeRequest(),
-	})
-	var site http.Handler // nil: no portal, the API answers 40400
-	if *withPortal {
-		site = portal.New(engine, portal.Options{Logger: log, ClientAddress: func(r *http.Request) string {
-			if a := httpserver.ClientAddr(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), proxies); a.IsValid() {
-				return a.String()
+		// The port is bound before anything is made: a start that cannot serve
+		// creates no database, no key and no credentials.
+		ln, err := net.Listen("tcp", *addr)
+		if err != nil {
+			return fmt.Errorf("cannot listen on -addr %s (nothing was created): %w", *addr, err)
+		}
+		defer ln.Close() // Serve closes it too; this covers the returns before
+
+		log := newLogger(stderr, *logFormat)
+		var m *metrics // nil: no metrics, no hooks
+		if *metricsAddr != "" {
+			m = newMetrics()
+		}
+		store, err := openStore(ctx, *dsn, log, m.storeOptions()...)
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		// Before the first workspace too: a start that cannot serve its
+		// metrics prints no credentials.
+		if m != nil {
+			stopMetrics, err := m.serveMetrics(ctx, *metricsAddr, *withPprof, store, log)
+			if err != nil {
+				return fmt.Errorf("metrics listener: %w", err)
 			}
-			return ""
-		}})
-	}
-	handler = mount(handler, site, health(store))
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    1 << 20,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+			defer stopMetrics()
+		}
 
-	// The loops outlive ctx: they stop after the server has drained.
-	if err := engine.Start(context.WithoutCancel(ctx)); err != nil {
-		return err
-	}
-	defer engine.Stop(context.WithoutCancel(ctx))
+		done, err := initialised(ctx, store)
+		if err != nil {
+			return err
+		}
+		credentials := cmp.Or(*credentialsFile, defaultCredentialsFile(*dsn))
+		keys, err := secretKeys(*dsn, *keyFile, !done)
+		if err != nil {
+			return err
+		}
+		logSealing(log, *dsn, keys, true)
+		cfg := &payoutkit.Config{Logger: log, PasswordCost: passwordCost, SecretKeys: keys.ring, ObservePayout: m.observePayout(),
+			CursorKey: cursorKey(keys),
+			Delivery: payoutkit.DeliveryConfig{
+				// One attempt ends within its lease: a lease under 20s shortens the timeout.
+				Notifier:       &payoutkit.HTTPNotifier{AllowPrivate: *sandbox || *allowPrivate, Timeout: min(payoutkit.DefaultTimeout, *lease/2)},
+				Lease:          *lease,
+				Retention:      *retention,
+				ObserveAttempt: m.observeAttempt(),
+			}}
+		cfg.Coins = coins // nil: the default list
+		if *sandbox {
+			// Payouts reach it through the engine's hand-off loop (Start below).
+			cfg.Processor = &payoutkit.SandboxProcessor{SettleAfter: *settleAfter}
+		}
+		engine, err := payoutkit.New(store, cfg)
+		if err != nil {
+			return err
+		}
+		if err := bootstrap(ctx, engine, store, *dsn, credentials, stdout, log); err != nil {
+			return err
+		}
 
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	log.Info("serving", "addr", ln.Addr().String(), "sandbox", *sandbox, "portal", *withPortal,
-		"sandbox_settle_after", settleAfter.String(), "rate_limit", *rateLimit, "auth_failure_limit", *authFailures, "db", describeDSN(*dsn),
-		"webhook_secrets_sealed_with", keys.ring.CurrentKeyID())
-	if listening != nil {
-		listening(ln.Addr())
-	}
+		var handler http.Handler = httpserver.New(engine, httpserver.Options{
+			Logger: log, Sandbox: *sandbox, RateLimit: *rateLimit, TrustedProxies: proxies,
+			AuthFailureLimit: cmp.Or(*authFailures, -1), // 0 (off) is negative for httpserver
+			ObserveRequest:   m.observeRequest(),
+		})
+		var site http.Handler // nil: no portal, the API answers 40400
+		if *withPortal {
+			site = portal.New(engine, portal.Options{Logger: log, ClientAddress: func(r *http.Request) string {
+				if a := httpserver.ClientAddr(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), proxies); a.IsValid() {
+					return a.String()
+				}
+				return ""
+			}})
+		}
+		handler = mount(handler, site, health(store))
+		srv := &http.Server{
+			Handler:           handler,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       30 * time.Second,
+			WriteTimeout:      60 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			MaxHeaderBytes:    1 << 20,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
 
-	select {
-	case err := <-served:
-		return fmt.Errorf("serving: %w", err)
-	case <-ctx.Done():
+		// The loops outlive ctx: they stop after the server has drained.
+		if err := engine.Start(context.WithoutCancel(ctx)); err != nil {
+			return err
+		}
+		defer engine.Stop(context.WithoutCancel(ctx))
+
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(ln) }()
+		log.Info("serving", "addr", ln.Addr().String(), "sandbox", *sandbox, "portal", *withPortal,
+			"sandbox_settle_after", settleAfter.String(), "rate_limit", *rateLimit, "auth_failure_limit", *authFailures, "db", describeDSN(*dsn),
+			"webhook_secrets_sealed_with", keys.ring.CurrentKeyID())
+		if listening != nil {
+			listening(ln.Addr())
+		}
+
+		select {
+		case err := <-served:
+			return fmt.Errorf("serving: %w", err)
+		case <-ctx.Done():
+		}
+		log.Info("shutting down: draining in-flight requests")
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			return fmt.Errorf("shutting down: %w", err)
+		}
+		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		log.Info("stopped")
+		return nil
 	}
-	log.Info("shutting down: draining in-flight requests")
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutting down: %w", err)
-	}
-	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	log.Info("stopped")
-	return nil
 }
 
 // mount serves /v1 and everything under it with api, /healthz and /readyz
@@ -347,13 +347,6 @@ func dbFlag(fs *flag.FlagSet) *string {
 	return fs.String("db", "./payoutkit.db", "database: a SQLite file `path` or a postgres:// URL")
 }
 
-// newFlagSet returns a flag set that reports its errors to stderr.
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
 // parseFlags sets every flag (or only those in envFlags, when given) from
 // its PAYOUTKIT_<NAME> variable, then parses args over them.
 func parseFlags(fs *flag.FlagSet, args []string, envFlags []string) error {
@@ -379,7 +372,7 @@ func parseFlags(fs *flag.FlagSet, args []string, envFlags []string) error {
 		return usageError{err.Error()}
 	}
 	if fs.NArg() > 0 {
-		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/migrate"
 
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/storage/internal/sqltest"
@@ -65,4 +66,4 @@ func TestAddMigrationsPostgres(t *testing.T) {
 func testAddMigrations(t *testing.T, db *bun.DB) { sqltest.AddMigrations(t, db, callerDB) }
 
 // callerDB is how sqltest's caller's-database tests open this package.
-var callerDB = sqltest.CallerDB[*postgres.Store]{New: newOnCallerDB, AddMigrations: postgres.AddMigrations}
+var callerDB = sqltest.CallerDB[*postgres.Store]{New: newOnCallerDB, AddMigrations: func(ms *migrate.Migrations) error { return postgres.AddMigrations(ms) }}

@@ -21,12 +21,12 @@
 // The money movements are single statements (data-modifying CTEs), group
 // committed: one transaction carries the writes queued meanwhile, sent
 // pipelined (one round trip for the batch), without savepoints, and holds a
-// workspace's balance row once per batch instead of once per payout (see
-// committer). Point reads that arrive together go together (readgroup.go);
-// claims go in one round trip with their plan settings (claimPipelined).
-// Dispatchers on several instances claim outbox events with SELECT ... FOR
-// UPDATE SKIP LOCKED. The store keeps its growing tables' planner
-// statistics fresh itself (statistics.go).
+// workspace's balance row once per batch instead of once per payout. Point
+// reads that arrive together go together, as one pgx batch; claims go in
+// one round trip with their plan settings. Dispatchers on several instances
+// claim outbox events with SELECT ... FOR UPDATE SKIP LOCKED. The store
+// keeps its growing tables' planner statistics fresh itself. The
+// repository's docs/STORAGE.md explains each of these.
 package postgres
 
 import (
@@ -174,9 +174,9 @@ func WithMaxConns(n int) Option {
 // WithCommitObserver has fn told of every group-commit transaction, for
 // metrics: writes is how many writes the transaction carried (1 to 256) and
 // d how long it took from BEGIN until every writer was answered (including,
-// after an error, running its writes again one by one). fn runs on a
-// committer's goroutine, which its writers wait on: it must return
-// quickly. Several committers call it concurrently. Administrative writes,
+// after an error, running its writes again one by one). fn runs on the
+// goroutine that commits the group, which its writers wait on: it must
+// return quickly. Several such goroutines call it concurrently. Administrative writes,
 // which have transactions of their own, are not reported. Defaults to none.
 func WithCommitObserver(fn func(writes int, d time.Duration)) Option {
 	return func(c *config) { c.observeCommit = fn }

@@ -17,19 +17,28 @@ import (
 // SQLite's write lock, recorded in schema_migrations, so that a store
 // opened afterwards finds its schema current and migrates nothing.
 //
+// Of opts, WithLogger is the one that matters: each migration applied is
+// logged there (slog.Default() unless set).
+//
 // Rolling back is not supported: a payoutkit migration's Down fails.
-func AddMigrations(ms *migrate.Migrations) error {
+func AddMigrations(ms *migrate.Migrations, opts ...Option) error {
 	files, err := loadMigrations()
 	if err != nil {
 		return err
 	}
-	sqlcore.AddBunMigrations(ms, files, migrateBunDB)
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	sqlcore.AddBunMigrations(ms, files, func(ctx context.Context, db *bun.DB, version int) error {
+		return migrateBunDB(ctx, db, cfg, version)
+	})
 	return nil
 }
 
 // migrateBunDB brings db's payoutkit schema to version.
-func migrateBunDB(ctx context.Context, db *bun.DB, version int) error {
-	s := newStore(db.DB, db.DB, defaultConfig(), "the program's sqlite database")
+func migrateBunDB(ctx context.Context, db *bun.DB, cfg config, version int) error {
+	s := newStore(db.DB, db.DB, cfg, "the program's sqlite database")
 	s.d.callerDB = true
 	return s.migrateTo(ctx, version)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
+	"github.com/uptrace/bun/migrate"
 
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/storage/internal/sqltest"
@@ -86,4 +87,4 @@ func TestAddMigrationsSQLite(t *testing.T) { testAddMigrations(t, callerSQLite(t
 func testAddMigrations(t *testing.T, db *bun.DB) { sqltest.AddMigrations(t, db, callerDB) }
 
 // callerDB is how sqltest's caller's-database tests open this package.
-var callerDB = sqltest.CallerDB[*sqlite.Store]{New: newOnCallerDB, AddMigrations: sqlite.AddMigrations}
+var callerDB = sqltest.CallerDB[*sqlite.Store]{New: newOnCallerDB, AddMigrations: func(ms *migrate.Migrations) error { return sqlite.AddMigrations(ms) }}

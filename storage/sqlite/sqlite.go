@@ -193,8 +193,8 @@ func WithBusyTimeout(d time.Duration) Option {
 // WithCommitObserver has fn told of every group-commit transaction, for
 // metrics: writes is how many writes the transaction carried (1 to 256) and
 // d how long it took from BEGIN until every writer was answered. fn runs on
-// the committer's goroutine, which every writer waits on: it must return
-// quickly. Administrative writes, which have transactions of their own, are
+// the goroutine that commits the group, which every writer waits on: it
+// must return quickly. Administrative writes, which have transactions of their own, are
 // not reported. Defaults to none.
 func WithCommitObserver(fn func(writes int, d time.Duration)) Option {
 	return func(c *config) { c.observeCommit = fn }
