@@ -22,6 +22,7 @@ import (
 	"embed"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -50,12 +51,15 @@ type Service interface {
 	APIKeys(ctx context.Context, workspaceID string) ([]payoutkit.APIKey, error)
 
 	// Developer settings.
-	CreateAPIKeyWith(ctx context.Context, workspaceID string, req payoutkit.CreateAPIKeyRequest) (payoutkit.NewKey, error)
-	RevokeAPIKey(ctx context.Context, workspaceID, prefix string) (int, error)
-	ResetAPIKeys(ctx context.Context, workspaceID string) (payoutkit.NewKey, error)
-	SetWebhookURL(ctx context.Context, workspaceID, webhookURL string) (payoutkit.Workspace, error)
-	RotateWebhookSecret(ctx context.Context, workspaceID string) (payoutkit.Workspace, error)
+	CreateAPIKeyWith(ctx context.Context, workspaceID string, req payoutkit.CreateAPIKeyRequest, by payoutkit.Actor) (payoutkit.NewKey, error)
+	RevokeAPIKey(ctx context.Context, workspaceID, prefix string, by payoutkit.Actor) (int, error)
+	ResetAPIKeys(ctx context.Context, workspaceID string, by payoutkit.Actor) (payoutkit.NewKey, error)
+	SetWebhookURL(ctx context.Context, workspaceID, webhookURL string, by payoutkit.Actor) (payoutkit.Workspace, error)
+	RotateWebhookSecret(ctx context.Context, workspaceID string, by payoutkit.Actor) (payoutkit.Workspace, error)
 	ResendEvent(ctx context.Context, workspaceID, eventID string) error
+
+	// The security log.
+	SecurityLog(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.SecurityLogEntry], error)
 }
 
 var _ Service = (*payoutkit.Engine)(nil)
@@ -69,6 +73,12 @@ type Options struct {
 	// match the engine's Config.SessionMaxAge. Defaults to
 	// payoutkit.DefaultSessionMaxAge.
 	SessionMaxAge time.Duration
+	// ClientAddress returns a request's client address, as the security
+	// log records it beside the staff user's changes. Behind a reverse
+	// proxy, return the address the proxy reports (the server passes the
+	// /v1 API's rule over its trusted proxies). Defaults to the host of
+	// r.RemoteAddr.
+	ClientAddress func(r *http.Request) string
 }
 
 // Handler serves the portal's pages. It is safe for concurrent use.
@@ -76,8 +86,10 @@ type Handler struct {
 	svc    Service
 	log    *slog.Logger
 	maxAge time.Duration
-	pages  *pages
-	root   http.Handler
+	// clientAddr is Options.ClientAddress.
+	clientAddr func(*http.Request) string
+	pages      *pages
+	root       http.Handler
 }
 
 //go:embed assets
@@ -91,7 +103,10 @@ func New(svc Service, opts Options) *Handler {
 	if opts.SessionMaxAge <= 0 {
 		opts.SessionMaxAge = payoutkit.DefaultSessionMaxAge
 	}
-	h := &Handler{svc: svc, log: opts.Logger, maxAge: opts.SessionMaxAge, pages: parsePages()}
+	if opts.ClientAddress == nil {
+		opts.ClientAddress = remoteHost
+	}
+	h := &Handler{svc: svc, log: opts.Logger, maxAge: opts.SessionMaxAge, clientAddr: opts.ClientAddress, pages: parsePages()}
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /login", h.loginPage)
@@ -148,6 +163,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // forms, and nothing inline, nothing from elsewhere, no framing.
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
 	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// remoteHost is the default Options.ClientAddress: the host of
+// r.RemoteAddr.
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// actor is the signed-in staff user of r, from r's client address, as the
+// security log records them.
+func (h *Handler) actor(r *request) payoutkit.Actor {
+	return payoutkit.StaffActor(r.session.StaffEmail, h.clientAddr(r.Request))
+}
 
 // noDirectories answers 404 for a directory, so the file server lists none.
 func noDirectories(next http.Handler) http.Handler {

@@ -172,7 +172,7 @@ func keys(ctx context.Context, sub string, args []string, stdout, stderr io.Writ
 	defer done()
 	switch sub {
 	case "create":
-		k, err := engine.CreateAPIKeyWith(ctx, *ws, req)
+		k, err := engine.CreateAPIKeyWith(ctx, *ws, req, payoutkit.ActorCLI)
 		if err != nil {
 			return err
 		}
@@ -180,7 +180,7 @@ func keys(ctx context.Context, sub string, args []string, stdout, stderr io.Writ
 			APIKey: k.Key, Prefix: k.Prefix, Scopes: scopeStrings(k.Scopes), AllowIPs: payoutkit.FormatAllowIPs(k.AllowIPs),
 		})
 	case "reset":
-		k, err := engine.ResetAPIKeys(ctx, *ws)
+		k, err := engine.ResetAPIKeys(ctx, *ws, payoutkit.ActorCLI)
 		if err != nil {
 			return err
 		}
@@ -200,7 +200,7 @@ func keys(ctx context.Context, sub string, args []string, stdout, stderr io.Writ
 		}
 		return printJSON(stdout, out)
 	default: // revoke
-		n, err := engine.RevokeAPIKey(ctx, *ws, *prefix)
+		n, err := engine.RevokeAPIKey(ctx, *ws, *prefix, payoutkit.ActorCLI)
 		if err != nil {
 			return err
 		}
@@ -244,13 +244,13 @@ func webhook(ctx context.Context, sub string, args []string, stdout, stderr io.W
 		return printJSON(stdout, map[string]string{"event_id": *eventID, "state": string(payoutkit.DeliveryPending)})
 	}
 	if sub == "set" {
-		w, err := engine.SetWebhookURL(ctx, *ws, *u)
+		w, err := engine.SetWebhookURL(ctx, *ws, *u, payoutkit.ActorCLI)
 		if err != nil {
 			return err
 		}
 		return printJSON(stdout, map[string]string{"workspace_id": w.ID, "webhook_url": w.WebhookURL})
 	}
-	w, err := engine.RotateWebhookSecret(ctx, *ws)
+	w, err := engine.RotateWebhookSecret(ctx, *ws, payoutkit.ActorCLI)
 	if err != nil {
 		return err
 	}

@@ -152,7 +152,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	})
 	var site http.Handler // nil: no portal, the API answers 40400
 	if *withPortal {
-		site = portal.New(engine, portal.Options{Logger: log})
+		site = portal.New(engine, portal.Options{Logger: log, ClientAddress: func(r *http.Request) string {
+			// The security log records the client address /v1 judges keys by.
+			if a := httpserver.ClientAddr(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), proxies); a.IsValid() {
+				return a.String()
+			}
+			return ""
+		}})
 	}
 	handler = mount(handler, site, health(store))
 	srv := &http.Server{
