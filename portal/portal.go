@@ -129,6 +129,8 @@ func New(svc Service, opts Options) *Handler {
 	mux.Handle("POST /settings/developer/events/resend", h.signedIn(h.resendEvent))
 	mux.Handle("GET /settings/password", h.signedIn(h.passwordPage))
 	mux.Handle("POST /settings/password", h.signedIn(h.changePassword))
+	// TODO(merge): admins only
+	mux.Handle("GET /settings/security-log", h.signedIn(h.securityLog))
 	static, _ := fs.Sub(assets, "assets")
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", noDirectories(http.FileServerFS(static))))
 	mux.HandleFunc("/", h.notFound)

@@ -321,3 +321,26 @@ func sentence(msg string) string {
 	}
 	return "This field " + msg + "."
 }
+
+type securityLogView struct {
+	Entries []payoutkit.SecurityLogEntry
+	pager
+}
+
+// securityLog lists the workspace's security log, newest first, a page at
+// a time.
+func (h *Handler) securityLog(w http.ResponseWriter, r *request) {
+	p, err := h.svc.SecurityLog(r.Context(), r.session.WorkspaceID, payoutkit.PageRequest{Limit: pageSize, Cursor: cursor(r)})
+	if errors.Is(err, payoutkit.ErrInvalidInput) {
+		h.renderError(w, r.Request, http.StatusBadRequest, "This page link is not valid. Go back to the first page of the security log.")
+		return
+	}
+	if err != nil {
+		h.engineError(w, r.Request, err)
+		return
+	}
+	h.renderPage(w, r, http.StatusOK, "securitylog", page{
+		Title: "Security log", Section: "security-log",
+		Data: securityLogView{Entries: p.Items, pager: nextPage(r, p.Next)},
+	})
+}
