@@ -36,6 +36,7 @@ func cursor(r *request) string { return r.URL.Query().Get("cursor") }
 
 type dashboardView struct {
 	Balance payoutkit.Balance
+	Chart   chartView
 	Recent  []payoutkit.Payout
 	More    bool
 }
@@ -47,6 +48,11 @@ func (h *Handler) dashboard(w http.ResponseWriter, r *request) {
 		h.engineError(w, r.Request, err)
 		return
 	}
+	days, err := h.svc.PayoutsPerDay(r.Context(), ws, chartDays)
+	if err != nil {
+		h.engineError(w, r.Request, err)
+		return
+	}
 	recent, err := h.svc.ListPayouts(r.Context(), ws, payoutkit.ListPayoutsRequest{Limit: dashboardRows})
 	if err != nil {
 		h.engineError(w, r.Request, err)
@@ -54,7 +60,7 @@ func (h *Handler) dashboard(w http.ResponseWriter, r *request) {
 	}
 	h.renderPage(w, r, http.StatusOK, "dashboard", page{
 		Title: "Dashboard", Section: "dashboard",
-		Data: dashboardView{Balance: b, Recent: recent.Items, More: recent.NextCursor != ""},
+		Data: dashboardView{Balance: b, Chart: newChart(days), Recent: recent.Items, More: recent.NextCursor != ""},
 	})
 }
 

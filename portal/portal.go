@@ -44,6 +44,7 @@ type Service interface {
 	Balance(ctx context.Context, workspaceID string) (payoutkit.Balance, error)
 	Payout(ctx context.Context, workspaceID, payoutID string) (payoutkit.Payout, error)
 	ListPayouts(ctx context.Context, workspaceID string, req payoutkit.ListPayoutsRequest) (payoutkit.List[payoutkit.Payout], error)
+	PayoutsPerDay(ctx context.Context, workspaceID string, days int) ([]payoutkit.DayCount, error)
 	PayoutEvents(ctx context.Context, workspaceID, payoutID string) ([]payoutkit.EventLog, error)
 	ListOrders(ctx context.Context, workspaceID string, req payoutkit.ListOrdersRequest) (payoutkit.List[payoutkit.Order], error)
 	ListCustomers(ctx context.Context, workspaceID string, req payoutkit.ListCustomersRequest) (payoutkit.List[payoutkit.Customer], error)

@@ -63,6 +63,7 @@ var funcs = template.FuncMap{
 	// allowip renders an entry of a key's address allowlist as it was
 	// meant: an address alone, or a CIDR range.
 	"allowip": payoutkit.FormatAllowIP,
+	"sub":     func(a, b int) int { return a - b },
 	// details lists a security log entry's details by key, so that
 	// every entry reads in the same order.
 	"details": func(d map[string]string) []detail {

@@ -299,7 +299,12 @@ func newOps(w writer) sqlcore.Ops {
 		// lock first: they serialise, across instances, in one order.
 		LockBalanceSQL: `SELECT 1 FROM balances WHERE workspace_id = $1 FOR UPDATE`,
 		InsertEventSQL: pgInsertEventSQL,
-		Param:          func(n int, cast string) string { return fmt.Sprintf("$%d::%s", n, cast) },
+		// An index-only scan of (workspace_id, created_at, ...) ranges
+		// or of (workspace_id, status, created_at, ...), hashed by day.
+		PerDaySQL: `SELECT floor(extract(epoch FROM created_at) / 86400)::bigint AS day, status, count(*)
+			FROM payouts WHERE workspace_id = $1 AND created_at >= $2 AND created_at < $3
+			GROUP BY 1, 2 ORDER BY 1`,
+		Param: func(n int, cast string) string { return fmt.Sprintf("$%d::%s", n, cast) },
 		// PostgreSQL plans from statistics: no index hints.
 		From: func(table string, _ sqlcore.NewestFilter) string { return table }})
 }

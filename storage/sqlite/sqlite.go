@@ -329,6 +329,7 @@ func newOps(w writer, s *Store) sqlcore.Ops {
 		// inserted meanwhile.
 		StaffLockSQL:   `SELECT 1 FROM staff_users WHERE email = $1 AND workspace_id = $2`,
 		InsertEventSQL: insertEventSQL,
+		PerDaySQL:      perDaySQL,
 		Param:          func(n int, _ string) string { return fmt.Sprintf("$%d", n) },
 		From: func(table string, f sqlcore.NewestFilter) string {
 			// SQLite plans from the schema alone, and would take a
@@ -360,6 +361,17 @@ func (s *Store) Close() error { return s.w.Close() }
 // other processes, or in a caller's transaction (WithTx), is left to the
 // poll.
 func (s *Store) SubscribeWork() (ch <-chan struct{}, cancel func()) { return s.d.work.Subscribe() }
+
+// perDaySQL counts payouts per day and status (PayoutsPerDay). Each
+// status is one range of the (workspace_id, status, created_at, seq)
+// index, which holds every column the count reads; the days come out of
+// each range in order, so grouping them needs no sort.
+const perDaySQL = `SELECT day, status, n FROM (
+	SELECT created_at / 86400000000 AS day, status, count(*) AS n
+	FROM payouts INDEXED BY payouts_workspace_status_created
+	WHERE workspace_id = $1 AND status IN ('submitted', 'completed', 'failed') AND created_at >= $2 AND created_at < $3
+	GROUP BY status, day
+) ORDER BY day`
 
 // ts is a time as SQLite stores it: NULL for the zero time, otherwise
 // INTEGER microseconds since the Unix epoch (UTC, microsecond precision).
