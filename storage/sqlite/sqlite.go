@@ -362,16 +362,21 @@ func (s *Store) Close() error { return s.w.Close() }
 // poll.
 func (s *Store) SubscribeWork() (ch <-chan struct{}, cancel func()) { return s.d.work.Subscribe() }
 
-// perDaySQL counts payouts per day and status (PayoutsPerDay). Each
-// status is one range of the (workspace_id, status, created_at, seq)
-// index, which holds every column the count reads; the days come out of
-// each range in order, so grouping them needs no sort.
-const perDaySQL = `SELECT day, status, n FROM (
-	SELECT created_at / 86400000000 AS day, status, count(*) AS n
-	FROM payouts INDEXED BY payouts_workspace_status_created
-	WHERE workspace_id = $1 AND status IN ('submitted', 'completed', 'failed') AND created_at >= $2 AND created_at < $3
-	GROUP BY status, day
-) ORDER BY day`
+// perDaySQL counts payouts per day and status (PayoutsPerDay): for each
+// day of the range and each status, a count over one range of the
+// (workspace_id, status, created_at, seq) index, which holds every column
+// it reads. A GROUP BY over the range would sort every payout through a
+// temporary b-tree, several times slower; here the days come out in order
+// (CROSS JOIN keeps d the outer loop) and the zero counts are dropped by
+// the caller.
+const perDaySQL = `WITH RECURSIVE d(day) AS (
+	SELECT $2 / 86400000000 UNION ALL SELECT day + 1 FROM d WHERE (day + 1) * 86400000000 < $3
+), s(status) AS (VALUES ('submitted'), ('completed'), ('failed'))
+SELECT day, s.status, (
+	SELECT count(*) FROM payouts p
+	WHERE p.workspace_id = $1 AND p.status = s.status
+		AND p.created_at >= max($2, day * 86400000000) AND p.created_at < min($3, (day + 1) * 86400000000)
+) FROM d CROSS JOIN s`
 
 // ts is a time as SQLite stores it: NULL for the zero time, otherwise
 // INTEGER microseconds since the Unix epoch (UTC, microsecond precision).

@@ -64,7 +64,7 @@ type OpsConfig struct {
 	// PerDaySQL counts ($1 the workspace, $2 and $3 the creation times'
 	// range, from inclusive) the payouts per UTC day and status: rows of
 	// the day (days since the Unix epoch), the status and the count,
-	// ordered by day.
+	// ordered by day; rows with a zero count are skipped.
 	PerDaySQL string
 	// InsertEventSQL inserts an event: $1 its workspace, $2... EventArgs.
 	InsertEventSQL string

@@ -256,6 +256,9 @@ func (o *Ops) PayoutsPerDay(ctx context.Context, workspaceID string, from, to ti
 		if err := rows.Scan(&day, &status, &n); err != nil {
 			return nil, o.c.Translate(ctx, "payouts per day", err)
 		}
+		if n == 0 {
+			continue
+		}
 		at := time.Unix(day*86400, 0).UTC()
 		if len(out) == 0 || !out[len(out)-1].Day.Equal(at) {
 			out = append(out, payoutkit.DayCount{Day: at})
