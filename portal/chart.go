@@ -12,9 +12,9 @@ const chartDays = 30
 // The chart's drawing area, in the SVG's own units: the bars' area inside
 // margins that hold the count axis (left) and the day axis (bottom).
 const (
-	chartWidth, chartHeight         = 720, 240
-	chartLeft, chartRight           = 44, 8
-	chartTop, chartBottom           = 12, 30
+	chartWidth, chartHeight         = 960, 280
+	chartLeft, chartRight           = 48, 8
+	chartTop, chartBottom           = 30, 30
 	plotWidth                       = chartWidth - chartLeft - chartRight
 	plotHeight                      = chartHeight - chartTop - chartBottom
 	barShare                float64 = 0.7 // of a day's slot
@@ -54,6 +54,9 @@ type chartBar struct {
 type chartTick struct {
 	Pos   string
 	Label string
+	// Anchor is the label's text-anchor: "end" for the last day's, so that
+	// it stays inside the chart.
+	Anchor string
 }
 
 // newChart lays out days (oldest first) as stacked bars over a count axis
@@ -94,8 +97,11 @@ func newChart(days []payoutkit.DayCount) chartView {
 		c.Days = append(c.Days, cd)
 		// A day label every week, counted back from today so that the
 		// last bar is always named.
-		if (len(days)-1-i)%7 == 0 {
-			c.XTicks = append(c.XTicks, chartTick{Pos: num(x + width/2), Label: cd.Label})
+		switch {
+		case i == len(days)-1:
+			c.XTicks = append(c.XTicks, chartTick{Pos: num(x + width), Label: cd.Label, Anchor: "end"})
+		case (len(days)-1-i)%7 == 0:
+			c.XTicks = append(c.XTicks, chartTick{Pos: num(x + width/2), Label: cd.Label, Anchor: "middle"})
 		}
 	}
 	c.From, c.To = days[0].Day.Format("Jan 2"), days[len(days)-1].Day.Format("Jan 2, 2006")

@@ -126,21 +126,23 @@ func checkFits(t *testing.T, ctx context.Context, url string, width int64) fit {
 func TestPortalFitsTheWindow(t *testing.T) {
 	f := newPortalFixture(t)
 	pages := map[string]int{
-		"/":                                       200,
-		"/payments":                               200,
-		"/withdrawals":                            200,
-		"/withdrawals?status=completed":           200,
-		"/withdrawals?q=cust-bob":                 200,
-		"/withdrawals/po-1001":                    200,
-		"/withdrawals/po-1003":                    200,
-		"/withdrawals/po-1004":                    200,
-		"/customers":                              200,
-		"/settings/developer":                     200,
-		"/settings/password":                      200,
-		"/settings/developer/keys/reset":          200,
-		"/withdrawals/no-such-payout":             404,
-		"/payments/no-such-order":                 404,
-		"/withdrawals/" + strings.Repeat("x", 64): 404,
+		"/":                             200,
+		"/payments":                     200,
+		"/withdrawals":                  200,
+		"/withdrawals?status=completed": 200,
+		"/withdrawals?q=cust-bob":       200,
+		"/withdrawals/po-1001":          200,
+		"/withdrawals/po-1003":          200,
+		"/withdrawals/po-1004":          200,
+		"/customers":                    200,
+		"/settings/developer":           200,
+		"/settings/password":            200,
+		"/settings/security-log":        200,
+		"/withdrawals?from=2026-01-01&to=2026-12-31": 200,
+		"/settings/developer/keys/reset":             200,
+		"/withdrawals/no-such-payout":                404,
+		"/payments/no-such-order":                    404,
+		"/withdrawals/" + strings.Repeat("x", 64):    404,
 	}
 	browse(t, f.ctx, chromedp.Navigate(f.s.url+"/settings/developer"), chromedp.WaitVisible(css(`tr[data-testid="key-row"]`)))
 	prefix := read(t, f.ctx, chromedp.Evaluate[string](`document.querySelector('tr[data-testid="key-row"]').dataset.prefix`))
