@@ -28,7 +28,7 @@ func TestPortalExportAndChartInBrowser(t *testing.T) {
 	}
 	type chartState struct {
 		Days, Completed, Failed, InProgress, Bars int
-		Width                                    float64
+		Width                                     float64
 	}
 	chart := read(t, f.ctx, chromedp.Evaluate[chartState](`(() => {
 		const s = {Days: 0, Completed: 0, Failed: 0, InProgress: 0, Bars: 0};
