@@ -98,6 +98,7 @@ var bigWorkspace = sync.OnceValues(func() (fixture, error) {
 		handler: portal.New(engine, portal.Options{Logger: slog.New(slog.DiscardHandler)}),
 		cookie:  &http.Cookie{Name: portal.SessionCookie, Value: session.Token},
 		engine:  engine,
+		store:   store,
 		ws:      nw.Workspace.ID,
 	}, nil
 })
@@ -106,6 +107,7 @@ type fixture struct {
 	handler http.Handler
 	cookie  *http.Cookie
 	engine  *payoutkit.Engine
+	store   payoutkit.Store
 	ws      string
 }
 

@@ -9,21 +9,48 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/payoutkit/payoutkit"
 )
 
-// BenchmarkPayoutsPerDayMillion is the dashboard chart's one read alone,
-// over a workspace whose million payouts all fall in the chart's 30 days.
+// BenchmarkPayoutsPerDayMillion is the dashboard chart's one read alone
+// in the million-payout workspace: over 30 days that hold all of them, and
+// over 30 days that hold the last 50,000 (a million payouts over about
+// 20 months), since its cost follows the payouts in its window.
 func BenchmarkPayoutsPerDayMillion(b *testing.B) {
 	fx, err := bigWorkspace()
 	if err != nil {
 		b.Fatal(err)
 	}
-	for b.Loop() {
-		days, err := fx.engine.PayoutsPerDay(b.Context(), fx.ws, 30)
-		if err != nil || len(days) != 30 {
-			b.Fatal(len(days), err)
+	b.Run("window=1000000", func(b *testing.B) {
+		for b.Loop() {
+			days, err := fx.engine.PayoutsPerDay(b.Context(), fx.ws, 30)
+			if err != nil || len(days) != 30 {
+				b.Fatal(len(days), err)
+			}
 		}
+	})
+	b.Run("window=50000", func(b *testing.B) {
+		// The fixture's payouts are one a second from 2026-01-01: the
+		// last 50,000 start 50,000 seconds before the last one.
+		last := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(benchPayouts * time.Second)
+		from := last.Add(-(50_000 - 1) * time.Second)
+		for b.Loop() {
+			days, err := fx.store.PayoutsPerDay(b.Context(), fx.ws, from, from.AddDate(0, 0, 30))
+			if n := total(days); err != nil || n != 50_000 {
+				b.Fatal(n, err)
+			}
+		}
+	})
+}
+
+func total(days []payoutkit.DayCount) int {
+	n := 0
+	for _, d := range days {
+		n += d.Total()
 	}
+	return n
 }
 
 // countingWriter is a ResponseWriter that keeps nothing of the body but
