@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -345,15 +346,17 @@ func (e *Engine) checkPassword(ctx context.Context, email, password string) (Sta
 }
 
 // CreateAPIKey adds an API key with every scope and no address allowlist
-// to the workspace and returns it once.
-func (e *Engine) CreateAPIKey(ctx context.Context, workspaceID string) (NewKey, error) {
-	return e.CreateAPIKeyWith(ctx, workspaceID, CreateAPIKeyRequest{})
+// to the workspace, records it in the security log as by's, and returns it
+// once.
+func (e *Engine) CreateAPIKey(ctx context.Context, workspaceID string, by Actor) (NewKey, error) {
+	return e.CreateAPIKeyWith(ctx, workspaceID, CreateAPIKeyRequest{}, by)
 }
 
 // CreateAPIKeyWith adds an API key with the scopes and address allowlist of
-// req to the workspace and returns it once, with those controls as stored.
-// Invalid controls are a 40000 naming "scopes" or "allow_ips".
-func (e *Engine) CreateAPIKeyWith(ctx context.Context, workspaceID string, req CreateAPIKeyRequest) (NewKey, error) {
+// req to the workspace, records it in the security log as by's (its prefix
+// and controls, never the key), and returns it once, with those controls as
+// stored. Invalid controls are a 40000 naming "scopes" or "allow_ips".
+func (e *Engine) CreateAPIKeyWith(ctx context.Context, workspaceID string, req CreateAPIKeyRequest, by Actor) (NewKey, error) {
 	scopes, ips, err := req.check()
 	if err != nil {
 		return NewKey{}, err
@@ -361,10 +364,14 @@ func (e *Engine) CreateAPIKeyWith(ctx context.Context, workspaceID string, req C
 	if _, err := e.workspace(ctx, workspaceID); err != nil {
 		return NewKey{}, err
 	}
-	return retryPrefix(func() (NewKey, error) {
+	k, err := retryPrefix(func() (NewKey, error) {
 		plain, key := e.newAPIKey(workspaceID, scopes, ips)
 		return plain, e.store.InsertAPIKey(ctx, key)
 	})
+	if err != nil {
+		return NewKey{}, err
+	}
+	return k, e.logChange(ctx, workspaceID, ActionKeyCreated, by, keyDetails(k.Prefix, k.Scopes, k.AllowIPs))
 }
 
 // retryPrefix retries a key insert whose random prefix was taken (62^8
@@ -389,8 +396,10 @@ func (e *Engine) APIKeys(ctx context.Context, workspaceID string) ([]APIKey, err
 
 // RevokeAPIKey revokes the workspace's active key with the given prefix
 // (with or without the leading "sk_") and returns how many keys it revoked.
-// It takes effect on the next request everywhere.
-func (e *Engine) RevokeAPIKey(ctx context.Context, workspaceID, prefix string) (int, error) {
+// It takes effect on the next request everywhere. A revocation is recorded
+// in the security log as by's; a prefix that revokes nothing records
+// nothing.
+func (e *Engine) RevokeAPIKey(ctx context.Context, workspaceID, prefix string, by Actor) (int, error) {
 	prefix = strings.TrimPrefix(prefix, keyScheme)
 	if len(prefix) != keyPrefixLen {
 		return 0, invalidField("prefix", fmt.Sprintf("must be %d characters", keyPrefixLen))
@@ -398,20 +407,34 @@ func (e *Engine) RevokeAPIKey(ctx context.Context, workspaceID, prefix string) (
 	if _, err := e.workspace(ctx, workspaceID); err != nil {
 		return 0, err
 	}
-	return e.store.RevokeAPIKeys(ctx, workspaceID, prefix, e.clock())
+	n, err := e.store.RevokeAPIKeys(ctx, workspaceID, prefix, e.clock())
+	if err != nil || n == 0 {
+		return n, err
+	}
+	return n, e.logChange(ctx, workspaceID, ActionKeyRevoked, by, map[string]string{"prefix": prefix})
 }
 
 // ResetAPIKeys revokes every active key of the workspace and returns one new
-// key, with every scope and no address allowlist, atomically.
-func (e *Engine) ResetAPIKeys(ctx context.Context, workspaceID string) (NewKey, error) {
+// key, with every scope and no address allowlist, atomically, and records
+// the reset in the security log as by's (how many keys it revoked and the
+// new key's prefix).
+func (e *Engine) ResetAPIKeys(ctx context.Context, workspaceID string, by Actor) (NewKey, error) {
 	if _, err := e.workspace(ctx, workspaceID); err != nil {
 		return NewKey{}, err
 	}
-	return retryPrefix(func() (NewKey, error) {
+	revoked := 0
+	k, err := retryPrefix(func() (NewKey, error) {
 		plain, key := e.newAPIKey(workspaceID, AllScopes(), nil)
-		_, err := e.store.ResetAPIKeys(ctx, key)
+		n, err := e.store.ResetAPIKeys(ctx, key)
+		revoked = n
 		return plain, err
 	})
+	if err != nil {
+		return NewKey{}, err
+	}
+	d := keyDetails(k.Prefix, k.Scopes, k.AllowIPs)
+	d["revoked"] = strconv.Itoa(revoked)
+	return k, e.logChange(ctx, workspaceID, ActionKeysReset, by, d)
 }
 
 // Workspace returns one workspace, its webhook secret included (opened,
@@ -446,8 +469,9 @@ func (e *Engine) workspace(ctx context.Context, id string) (Workspace, error) {
 }
 
 // SetWebhookURL changes where the workspace's events are sent; empty stops
-// sending. The URL must be http or https.
-func (e *Engine) SetWebhookURL(ctx context.Context, workspaceID, webhookURL string) (Workspace, error) {
+// sending. The URL must be http or https. The change is recorded in the
+// security log as by's, the URL's password (if any) left out.
+func (e *Engine) SetWebhookURL(ctx context.Context, workspaceID, webhookURL string, by Actor) (Workspace, error) {
 	var v validation
 	checkWebhookURL(&v, webhookURL)
 	if err := v.err(); err != nil {
@@ -462,13 +486,17 @@ func (e *Engine) SetWebhookURL(ctx context.Context, workspaceID, webhookURL stri
 		return Workspace{}, err
 	}
 	opened.WebhookURL = webhookURL
-	return opened, e.store.SetWebhook(ctx, ws.ID, webhookURL, ws.WebhookSecret)
+	if err := e.store.SetWebhook(ctx, ws.ID, webhookURL, ws.WebhookSecret); err != nil {
+		return Workspace{}, err
+	}
+	return opened, e.logChange(ctx, ws.ID, ActionWebhookURLSet, by, map[string]string{"url": redactURL(webhookURL)})
 }
 
 // RotateWebhookSecret gives the workspace a new signing secret and returns
 // the workspace with it. Events signed from now on use the new secret. It
-// works even when the old secret no longer opens.
-func (e *Engine) RotateWebhookSecret(ctx context.Context, workspaceID string) (Workspace, error) {
+// works even when the old secret no longer opens. The rotation (never the
+// secret) is recorded in the security log as by's.
+func (e *Engine) RotateWebhookSecret(ctx context.Context, workspaceID string, by Actor) (Workspace, error) {
 	ws, err := e.workspace(ctx, workspaceID)
 	if err != nil {
 		return Workspace{}, err
@@ -478,7 +506,10 @@ func (e *Engine) RotateWebhookSecret(ctx context.Context, workspaceID string) (W
 	if err != nil {
 		return Workspace{}, err
 	}
-	return ws, e.store.SetWebhook(ctx, ws.ID, ws.WebhookURL, stored)
+	if err := e.store.SetWebhook(ctx, ws.ID, ws.WebhookURL, stored); err != nil {
+		return Workspace{}, err
+	}
+	return ws, e.logChange(ctx, ws.ID, ActionWebhookSecretRotated, by, nil)
 }
 
 func newWebhookSecret() string { return "whsec_" + randomBase62(48) }

@@ -44,7 +44,7 @@ func TestClaimSharesWorkspaceReads(t *testing.T) {
 
 	second := newReceiver(t)
 	second.setSecret(ws.WebhookSecret)
-	if _, err := e.eng.SetWebhookURL(e.ctx, ws.ID, second.srv.URL); err != nil {
+	if _, err := e.eng.SetWebhookURL(e.ctx, ws.ID, second.srv.URL, payoutkit.ActorCLI); err != nil {
 		t.Fatal(err)
 	}
 	po := e.payout(ws.ID, "po-after", "1.00")

@@ -109,7 +109,7 @@ func (e *env) workspace(r *receiver) payoutkit.Workspace {
 	ws := nw.Workspace
 	if r != nil {
 		r.setSecret(ws.WebhookSecret)
-		if ws, err = e.eng.SetWebhookURL(e.ctx, ws.ID, r.srv.URL); err != nil {
+		if ws, err = e.eng.SetWebhookURL(e.ctx, ws.ID, r.srv.URL, payoutkit.ActorCLI); err != nil {
 			e.t.Fatal(err)
 		}
 	}

@@ -242,7 +242,7 @@ func TestRetrySchedule(t *testing.T) {
 			} else {
 				fixed := newReceiver(t)
 				fixed.setSecret(ws.WebhookSecret)
-				if _, err := e.eng.SetWebhookURL(e.ctx, ws.ID, fixed.srv.URL); err != nil {
+				if _, err := e.eng.SetWebhookURL(e.ctx, ws.ID, fixed.srv.URL, payoutkit.ActorCLI); err != nil {
 					t.Fatal(err)
 				}
 				r = fixed
@@ -303,7 +303,7 @@ func TestNoWebhookURL(t *testing.T) {
 	e.start(payoutkit.DeliveryConfig{})
 	r := newReceiver(t)
 	r.setSecret(ws.WebhookSecret)
-	if _, err := e.eng.SetWebhookURL(e.ctx, ws.ID, r.srv.URL); err != nil {
+	if _, err := e.eng.SetWebhookURL(e.ctx, ws.ID, r.srv.URL, payoutkit.ActorCLI); err != nil {
 		t.Fatal(err)
 	}
 	// A new event goes out; the older one, claimed first if it were due,
@@ -349,7 +349,7 @@ func TestNoWebhookURL(t *testing.T) {
 	polled(4)
 	evs := e.events(ws.ID)
 	pending := evs[len(evs)-1]
-	if _, err := e.eng.SetWebhookURL(e.ctx, ws.ID, ""); err != nil {
+	if _, err := e.eng.SetWebhookURL(e.ctx, ws.ID, "", payoutkit.ActorCLI); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the event to fail", func() bool {

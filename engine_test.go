@@ -191,7 +191,7 @@ func TestAuthenticateBalanceThroughWrappedStore(t *testing.T) {
 	if err != nil || p.WorkspaceID != nw.Workspace.ID || b.Available.String() != "7.50" {
 		t.Fatalf("AuthenticateBalance = %+v, %+v, %v; want the workspace with 7.50 available", p, b, err)
 	}
-	if _, err := eng.RevokeAPIKey(ctx, nw.Workspace.ID, nw.APIKey.Prefix); err != nil {
+	if _, err := eng.RevokeAPIKey(ctx, nw.Workspace.ID, nw.APIKey.Prefix, payoutkit.ActorCLI); err != nil {
 		t.Fatal(err)
 	}
 	if _, b, err := eng.AuthenticateBalance(ctx, "Bearer "+nw.APIKey.Key, netip.Addr{}); !errors.Is(err, payoutkit.ErrUnauthorized) || b != (payoutkit.Balance{}) {

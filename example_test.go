@@ -97,7 +97,7 @@ func ExampleEngine_CreateAPIKeyWith() {
 	scopes, _ := payoutkit.ParseScopes("read")
 	k, _ := eng.CreateAPIKeyWith(ctx, nw.Workspace.ID, payoutkit.CreateAPIKeyRequest{
 		Scopes: scopes, AllowIPs: []string{"10.0.0.0/8"},
-	})
+	}, payoutkit.ActorCLI)
 	p, err := eng.Authenticate(ctx, "Bearer "+k.Key, netip.MustParseAddr("10.1.2.3"))
 	fmt.Println(err, p.Require(payoutkit.ScopePayoutsWrite))
 

@@ -1,11 +1,57 @@
 package payoutkit
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 )
+
+// The security log's actions of API keys and webhook settings, recorded by
+// the engine calls that make the change, whoever calls them.
+const (
+	ActionKeyCreated           = "key.created"
+	ActionKeyRevoked           = "key.revoked"
+	ActionKeysReset            = "keys.reset"
+	ActionWebhookURLSet        = "webhook.url_set"
+	ActionWebhookSecretRotated = "webhook.secret_rotated"
+)
+
+// logChange records a change that has just been made in the workspace's
+// security log. The change stays made when the record fails; the error
+// says so, so that the caller does not take the change for refused.
+func (e *Engine) logChange(ctx context.Context, workspaceID, action string, by Actor, details map[string]string) error {
+	if err := e.store.AppendSecurityLog(ctx, logEntry(workspaceID, e.clock(), action, by, details)); err != nil {
+		return fmt.Errorf("payoutkit: %s was made but not recorded in the security log: %w", action, err)
+	}
+	return nil
+}
+
+// keyDetails is what the security log says of a key: its prefix and
+// controls, never the key or its hash.
+func keyDetails(prefix string, scopes []Scope, ips []netip.Prefix) map[string]string {
+	s := make([]string, len(scopes))
+	for i, sc := range scopes {
+		s[i] = string(sc)
+	}
+	scopeList := strings.Join(s, ",")
+	if scopeList == "" {
+		scopeList = ScopeRead
+	}
+	return map[string]string{"prefix": prefix, "scopes": scopeList, "allow_ips": strings.Join(FormatAllowIPs(ips), ",")}
+}
+
+// redactURL writes a webhook URL for the security log, without the
+// password a URL's user information may carry.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Redacted()
+}
 
 // Scope is something an API key may do beyond reading. Reading (balance,
 // coins, info, lists) needs no scope, so a key without scopes is read-only.

@@ -224,8 +224,8 @@ func errNotHeld(p Payout) error {
 
 // LogSecurity appends an entry to the workspace's security log: action by
 // by, with details saying what changed (never a key, secret, password or
-// code). The engine logs its own control changes; the portal and the CLI log
-// theirs (sign-ins, keys, staff) through it.
+// code). The engine logs its own control, key and webhook changes; the
+// portal and the CLI log theirs (sign-ins, staff) through it.
 func (e *Engine) LogSecurity(ctx context.Context, workspaceID, action string, by Actor, details map[string]string) error {
 	return e.store.AppendSecurityLog(ctx, logEntry(workspaceID, e.clock(), action, by, details))
 }

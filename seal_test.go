@@ -181,14 +181,14 @@ func TestEngineSealsWebhookSecrets(t *testing.T) {
 	if err != nil || got.WebhookSecret != plain {
 		t.Fatalf("Workspace: %q, %v", got.WebhookSecret, err)
 	}
-	set, err := eng.SetWebhookURL(ctx, nw.Workspace.ID, "https://hooks.example/x")
+	set, err := eng.SetWebhookURL(ctx, nw.Workspace.ID, "https://hooks.example/x", payoutkit.ActorCLI)
 	if err != nil || set.WebhookSecret != plain {
 		t.Fatalf("SetWebhookURL: %q, %v", set.WebhookSecret, err)
 	}
 	if after, _ := store.Workspace(ctx, nw.Workspace.ID); after.WebhookSecret != raw.WebhookSecret {
 		t.Fatal("SetWebhookURL rewrote the sealed secret")
 	}
-	rot, err := eng.RotateWebhookSecret(ctx, nw.Workspace.ID)
+	rot, err := eng.RotateWebhookSecret(ctx, nw.Workspace.ID, payoutkit.ActorCLI)
 	if err != nil || rot.WebhookSecret == plain || !strings.HasPrefix(rot.WebhookSecret, "whsec_") {
 		t.Fatalf("Rotate: %q, %v", rot.WebhookSecret, err)
 	}
@@ -210,16 +210,16 @@ func TestEngineSealsWebhookSecrets(t *testing.T) {
 	bare, _ := payoutkit.New(store, &payoutkit.Config{PasswordCost: 4})
 	_, err = bare.Workspace(ctx, nw.Workspace.ID)
 	wantSealErr(t, err, payoutkit.ErrSealKeyMissing)
-	_, err = bare.SetWebhookURL(ctx, nw.Workspace.ID, "https://hooks.example/y")
+	_, err = bare.SetWebhookURL(ctx, nw.Workspace.ID, "https://hooks.example/y", payoutkit.ActorCLI)
 	wantSealErr(t, err, payoutkit.ErrSealKeyMissing)
-	if _, err := bare.RotateWebhookSecret(ctx, nw.Workspace.ID); err != nil {
+	if _, err := bare.RotateWebhookSecret(ctx, nw.Workspace.ID, payoutkit.ActorCLI); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := bare.Workspace(ctx, nw.Workspace.ID); err != nil {
 		t.Fatal(err)
 	}
 	// Other operations never need the secret.
-	if _, err := bare.CreateAPIKey(ctx, other.Workspace.ID); err != nil {
+	if _, err := bare.CreateAPIKey(ctx, other.Workspace.ID, payoutkit.ActorCLI); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -106,6 +106,13 @@ type PayoutStore interface {
 	// same instant. Page.Next is the store's own position; an unreadable
 	// cursor is ErrInvalidInput.
 	Payouts(ctx context.Context, workspaceID string, f PayoutFilter, page PageRequest) (Page[Payout], error)
+	// PayoutsPerDay counts the workspace's payouts created at or after
+	// from and before to, per UTC day of their creation and by status
+	// (submitted ones in InProgress), in one aggregate read over the
+	// payouts' creation-time index. It returns the days that have payouts,
+	// oldest first, each Day at midnight UTC. An unknown workspace is
+	// ErrNotFound.
+	PayoutsPerDay(ctx context.Context, workspaceID string, from, to time.Time) ([]DayCount, error)
 	// ClaimPayoutHandoffs leases up to limit submitted payouts that have not
 	// been handed to the processor, are not held for approval
 	// (ApprovalPending), and hold no live lease, to owner until

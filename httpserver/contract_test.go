@@ -157,11 +157,11 @@ func TestErrorTable40100(t *testing.T) {
 	// Well over 20 failures from one address: the failure limit is off.
 	e := newEnv(t, httpserver.Options{Sandbox: true, AuthFailureLimit: -1})
 	ws, key := e.workspace()
-	other, err := e.engine.CreateAPIKey(context.Background(), ws)
+	other, err := e.engine.CreateAPIKey(context.Background(), ws, payoutkit.ActorCLI)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.engine.RevokeAPIKey(context.Background(), ws, other.Prefix); err != nil {
+	if _, err := e.engine.RevokeAPIKey(context.Background(), ws, other.Prefix, payoutkit.ActorCLI); err != nil {
 		t.Fatal(err)
 	}
 	unknown := "sk_AAAAAAAA_" + strings.Repeat("b", 32)
@@ -230,7 +230,7 @@ func TestRevocationTakesEffectOnNextRequest(t *testing.T) {
 	if _, err := c.Balance(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	nk, err := e.engine.ResetAPIKeys(context.Background(), ws)
+	nk, err := e.engine.ResetAPIKeys(context.Background(), ws, payoutkit.ActorCLI)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestRevocationTakesEffectOnNextRequest(t *testing.T) {
 	if _, err := e.client(nk.Key).Balance(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.engine.RevokeAPIKey(context.Background(), ws, nk.Prefix); err != nil {
+	if _, err := e.engine.RevokeAPIKey(context.Background(), ws, nk.Prefix, payoutkit.ActorCLI); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.client(nk.Key).Balance(context.Background()); payoutkit.CodeOf(err) != payoutkit.CodeUnauthorized {

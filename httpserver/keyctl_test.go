@@ -13,7 +13,7 @@ import (
 // key makes an API key of the workspace with the given controls.
 func (e *env) key(wsID string, req payoutkit.CreateAPIKeyRequest) string {
 	e.t.Helper()
-	k, err := e.engine.CreateAPIKeyWith(context.Background(), wsID, req)
+	k, err := e.engine.CreateAPIKeyWith(context.Background(), wsID, req, payoutkit.ActorCLI)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestKeyControlsBadKeyIs401(t *testing.T) {
 		e.do("POST", path, bad, `{"amount":`).wantCode(t, 40100)
 	}
 	e.do("GET", "/v1/balance", bad, nil).wantCode(t, 40100)
-	if _, err := e.engine.RevokeAPIKey(context.Background(), ws, narrow[3:11]); err != nil {
+	if _, err := e.engine.RevokeAPIKey(context.Background(), ws, narrow[3:11], payoutkit.ActorCLI); err != nil {
 		t.Fatal(err)
 	}
 	e.do("POST", "/v1/payouts", narrow, scopePayoutBody).wantCode(t, 40100)

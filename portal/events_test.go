@@ -113,7 +113,7 @@ func TestEventsFailed(t *testing.T) {
 	h := newHarness(t)
 	nw := h.workspace("Acme")
 	ws := nw.Workspace.ID
-	if _, err := h.engine.SetWebhookURL(h.ctx, ws, "https://hooks.example/in"); err != nil {
+	if _, err := h.engine.SetWebhookURL(h.ctx, ws, "https://hooks.example/in", payoutkit.ActorCLI); err != nil {
 		t.Fatal(err)
 	}
 	h.fund(ws, "ord-1", "100.00", "alice")

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/payoutkit/payoutkit"
 )
 
 // TestBadFormInput posts bad values to every form: each answers the page
@@ -15,7 +17,7 @@ func TestBadFormInput(t *testing.T) {
 	h := newHarness(t)
 	nw := h.workspace("Acme")
 	ws := nw.Workspace.ID
-	if _, err := h.engine.SetWebhookURL(h.ctx, ws, "https://hooks.example/ok"); err != nil {
+	if _, err := h.engine.SetWebhookURL(h.ctx, ws, "https://hooks.example/ok", payoutkit.ActorCLI); err != nil {
 		t.Fatal(err)
 	}
 	b := h.browser()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/payoutkit/payoutkit"
 )
@@ -35,6 +36,7 @@ func cursor(r *request) string { return r.URL.Query().Get("cursor") }
 
 type dashboardView struct {
 	Balance payoutkit.Balance
+	Chart   chartView
 	Recent  []payoutkit.Payout
 	More    bool
 }
@@ -46,6 +48,11 @@ func (h *Handler) dashboard(w http.ResponseWriter, r *request) {
 		h.engineError(w, r.Request, err)
 		return
 	}
+	days, err := h.svc.PayoutsPerDay(r.Context(), ws, chartDays)
+	if err != nil {
+		h.engineError(w, r.Request, err)
+		return
+	}
 	recent, err := h.svc.ListPayouts(r.Context(), ws, payoutkit.ListPayoutsRequest{Limit: dashboardRows})
 	if err != nil {
 		h.engineError(w, r.Request, err)
@@ -53,7 +60,7 @@ func (h *Handler) dashboard(w http.ResponseWriter, r *request) {
 	}
 	h.renderPage(w, r, http.StatusOK, "dashboard", page{
 		Title: "Dashboard", Section: "dashboard",
-		Data: dashboardView{Balance: b, Recent: recent.Items, More: recent.NextCursor != ""},
+		Data: dashboardView{Balance: b, Chart: newChart(days), Recent: recent.Items, More: recent.NextCursor != ""},
 	})
 }
 
@@ -79,12 +86,17 @@ type withdrawalsView struct {
 	// Approval is "pending" on the Needs approval tab.
 	Approval string
 	Q        string
+	// From and To are the date filters as given (YYYY-MM-DD, UTC, To
+	// inclusive).
+	From, To string
 	Tabs     []tab
 	// Exact is the payout whose payout_id is Q, shown above Q's payouts as
 	// a payer.
 	Exact   *payoutkit.Payout
 	Payouts []payoutkit.Payout
 	Fields  form
+	// CSV links the export of every payout the page's filters keep.
+	CSV string
 	pager
 }
 
@@ -97,28 +109,40 @@ var statusTabs = []struct{ label, status string }{
 	{"All", ""}, {"Submitted", "submitted"}, {"Completed", "completed"}, {"Failed", "failed"},
 }
 
-func (h *Handler) withdrawals(w http.ResponseWriter, r *request) {
+// dateLayout is how the date filters are written: a day, in UTC.
+const dateLayout = "2006-01-02"
+
+// withdrawalsFilter reads the withdrawals list's filters (status,
+// approval, q, from and to) into the page's view and the engine's request, checking each: a
+// bad one leaves its message in v.Fields.
+func withdrawalsFilter(r *request) (withdrawalsView, payoutkit.ListPayoutsRequest) {
 	query := r.URL.Query()
-	v := withdrawalsView{Status: query.Get("status"), Approval: query.Get("approval"), Q: query.Get("q")}
-	for _, t := range statusTabs {
+	v := withdrawalsView{Status: query.Get("status"), Approval: query.Get("approval"), Q: query.Get("q"), From: query.Get("from"), To: query.Get("to")}
+	filters := func(status, approval string) url.Values {
 		u := url.Values{}
-		if t.status != "" {
-			u.Set("status", t.status)
+		for k, val := range map[string]string{"status": status, "approval": approval, "q": v.Q, "from": v.From, "to": v.To} {
+			if val != "" {
+				u.Set(k, val)
+			}
 		}
-		if v.Q != "" {
-			u.Set("q", v.Q)
-		}
+		return u
+	}
+	for _, t := range statusTabs {
 		link := "/withdrawals"
-		if len(u) > 0 {
+		if u := filters(t.status, ""); len(u) > 0 {
 			link += "?" + u.Encode()
 		}
 		v.Tabs = append(v.Tabs, tab{Label: t.label, URL: link, Active: t.status == v.Status && v.Approval == ""})
 	}
-	v.Tabs = append(v.Tabs, tab{Label: "Needs approval", URL: "/withdrawals?approval=pending", Active: v.Approval == "pending"})
+	v.Tabs = append(v.Tabs, tab{Label: "Needs approval", URL: "/withdrawals?" + filters("", "pending").Encode(), Active: v.Approval == "pending"})
 	switch v.Approval {
 	case "", string(payoutkit.ApprovalPending), string(payoutkit.ApprovalApproved), string(payoutkit.ApprovalRejected), string(payoutkit.ApprovalNone):
 	default:
 		v.Fields.add("approval", "Choose pending, approved, rejected or none.")
+	}
+	v.CSV = "/withdrawals.csv"
+	if u := filters(v.Status, v.Approval); len(u) > 0 {
+		v.CSV += "?" + u.Encode()
 	}
 	switch payoutkit.PayoutStatus(v.Status) {
 	case "", payoutkit.PayoutSubmitted, payoutkit.PayoutCompleted, payoutkit.PayoutFailed:
@@ -128,27 +152,64 @@ func (h *Handler) withdrawals(w http.ResponseWriter, r *request) {
 	if v.Q != "" {
 		v.Fields.text("q", v.Q, 128)
 	}
+	req := payoutkit.ListPayoutsRequest{Status: payoutkit.PayoutStatus(v.Status), Approval: payoutkit.Approval(v.Approval), PayerID: v.Q}
+	day := func(field, value string) time.Time {
+		if value == "" {
+			return time.Time{}
+		}
+		d, err := time.Parse(dateLayout, value)
+		if err != nil {
+			v.Fields.add(field, "Enter a date as YYYY-MM-DD.")
+		}
+		return d
+	}
+	req.CreatedFrom = day("from", v.From)
+	if to := day("to", v.To); !to.IsZero() {
+		req.CreatedTo = to.AddDate(0, 0, 1) // the whole day of to
+	}
+	if !req.CreatedFrom.IsZero() && !req.CreatedTo.IsZero() && !req.CreatedFrom.Before(req.CreatedTo) {
+		v.Fields.add("to", "The end date must not be before the start date.")
+	}
+	return v, req
+}
+
+// exactPayout is the payout whose payout_id is q when it passes the rest of
+// req's filters and is not one of q's payouts as a payer (which the list
+// holds), or nil.
+func (h *Handler) exactPayout(r *request, req payoutkit.ListPayoutsRequest) (*payoutkit.Payout, error) {
+	p, err := h.svc.Payout(r.Context(), r.session.WorkspaceID, req.PayerID)
+	switch {
+	case errors.Is(err, payoutkit.ErrNotFound), errors.Is(err, payoutkit.ErrInvalidInput):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	if p.PayerID == req.PayerID || (req.Status != "" && p.Status != req.Status) || (req.Approval != "" && p.Approval != req.Approval) ||
+		(!req.CreatedFrom.IsZero() && p.CreatedAt.Before(req.CreatedFrom)) ||
+		(!req.CreatedTo.IsZero() && !p.CreatedAt.Before(req.CreatedTo)) {
+		return nil, nil
+	}
+	return &p, nil
+}
+
+func (h *Handler) withdrawals(w http.ResponseWriter, r *request) {
+	v, req := withdrawalsFilter(r)
 	if v.Fields.failed() {
 		h.renderPage(w, r, http.StatusBadRequest, "withdrawals", page{Title: "Withdrawals", Section: "withdrawals", Data: v})
 		return
 	}
 
 	ws := r.session.WorkspaceID
-	req := payoutkit.ListPayoutsRequest{Status: payoutkit.PayoutStatus(v.Status), Approval: payoutkit.Approval(v.Approval), PayerID: v.Q, Limit: pageSize, Cursor: cursor(r)}
+	req.Limit, req.Cursor = pageSize, cursor(r)
 	if v.Q != "" && req.Cursor == "" {
 		// q names a payout_id or a payer_id: show the payout with that id
 		// first, then the payer's payouts.
-		p, err := h.svc.Payout(r.Context(), ws, v.Q)
-		switch {
-		case err == nil:
-			if p.PayerID != v.Q && (req.Status == "" || p.Status == req.Status) && (req.Approval == "" || p.Approval == req.Approval) {
-				v.Exact = &p
-			}
-		case errors.Is(err, payoutkit.ErrNotFound), errors.Is(err, payoutkit.ErrInvalidInput):
-		default:
+		exact, err := h.exactPayout(r, req)
+		if err != nil {
 			h.engineError(w, r.Request, err)
 			return
 		}
+		v.Exact = exact
 	}
 	list, err := h.svc.ListPayouts(r.Context(), ws, req)
 	if req.Cursor == "" && refuses(err, "payer_id") {

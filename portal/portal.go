@@ -22,6 +22,7 @@ import (
 	"embed"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -43,6 +44,7 @@ type Service interface {
 	Balance(ctx context.Context, workspaceID string) (payoutkit.Balance, error)
 	Payout(ctx context.Context, workspaceID, payoutID string) (payoutkit.Payout, error)
 	ListPayouts(ctx context.Context, workspaceID string, req payoutkit.ListPayoutsRequest) (payoutkit.List[payoutkit.Payout], error)
+	PayoutsPerDay(ctx context.Context, workspaceID string, days int) ([]payoutkit.DayCount, error)
 	PayoutEvents(ctx context.Context, workspaceID, payoutID string) ([]payoutkit.EventLog, error)
 	ListOrders(ctx context.Context, workspaceID string, req payoutkit.ListOrdersRequest) (payoutkit.List[payoutkit.Order], error)
 	ListCustomers(ctx context.Context, workspaceID string, req payoutkit.ListCustomersRequest) (payoutkit.List[payoutkit.Customer], error)
@@ -50,11 +52,11 @@ type Service interface {
 	APIKeys(ctx context.Context, workspaceID string) ([]payoutkit.APIKey, error)
 
 	// Developer settings.
-	CreateAPIKeyWith(ctx context.Context, workspaceID string, req payoutkit.CreateAPIKeyRequest) (payoutkit.NewKey, error)
-	RevokeAPIKey(ctx context.Context, workspaceID, prefix string) (int, error)
-	ResetAPIKeys(ctx context.Context, workspaceID string) (payoutkit.NewKey, error)
-	SetWebhookURL(ctx context.Context, workspaceID, webhookURL string) (payoutkit.Workspace, error)
-	RotateWebhookSecret(ctx context.Context, workspaceID string) (payoutkit.Workspace, error)
+	CreateAPIKeyWith(ctx context.Context, workspaceID string, req payoutkit.CreateAPIKeyRequest, by payoutkit.Actor) (payoutkit.NewKey, error)
+	RevokeAPIKey(ctx context.Context, workspaceID, prefix string, by payoutkit.Actor) (int, error)
+	ResetAPIKeys(ctx context.Context, workspaceID string, by payoutkit.Actor) (payoutkit.NewKey, error)
+	SetWebhookURL(ctx context.Context, workspaceID, webhookURL string, by payoutkit.Actor) (payoutkit.Workspace, error)
+	RotateWebhookSecret(ctx context.Context, workspaceID string, by payoutkit.Actor) (payoutkit.Workspace, error)
 	ResendEvent(ctx context.Context, workspaceID, eventID string) error
 
 	// Roles and two-factor sign-in (contract, section 11). Each call judges
@@ -81,6 +83,8 @@ type Service interface {
 	AddAddressAs(ctx context.Context, c payoutkit.StaffCaller, network, addr, label, code string) (payoutkit.AddressEntry, error)
 	RemoveAddressAs(ctx context.Context, c payoutkit.StaffCaller, network, addr string) (int, error)
 	SetPayoutPolicyAs(ctx context.Context, c payoutkit.StaffCaller, patch payoutkit.PolicyPatch, code string) (payoutkit.PayoutPolicy, error)
+	// The security log.
+	SecurityLog(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.SecurityLogEntry], error)
 }
 
 var _ Service = (*payoutkit.Engine)(nil)
@@ -136,7 +140,9 @@ func New(svc Service, opts Options) *Handler {
 	mux.Handle("POST /logout", h.signedIn(h.logout))
 	mux.Handle("GET /{$}", h.signedIn(h.dashboard))
 	mux.Handle("GET /payments", h.signedIn(h.payments))
+	mux.Handle("GET /payments.csv", h.signedIn(h.paymentsCSV))
 	mux.Handle("GET /withdrawals", h.signedIn(h.withdrawals))
+	mux.Handle("GET /withdrawals.csv", h.signedIn(h.withdrawalsCSV))
 	mux.Handle("GET /withdrawals/{payout_id}", h.signedIn(h.withdrawal))
 	mux.Handle("GET /customers", h.signedIn(h.customers))
 	mux.Handle("GET /settings", http.RedirectHandler("/settings/developer", http.StatusSeeOther))
@@ -167,6 +173,7 @@ func New(svc Service, opts Options) *Handler {
 	mux.Handle("POST /settings/policy", h.signedIn(h.role(admin, h.setPolicy)))
 	mux.Handle("POST /withdrawals/{payout_id}/approve", h.signedIn(h.role(admin, h.approvePayout)))
 	mux.Handle("POST /withdrawals/{payout_id}/reject", h.signedIn(h.role(admin, h.rejectPayout)))
+	mux.Handle("GET /settings/security-log", h.signedIn(h.role(admin, h.securityLog)))
 	static, _ := fs.Sub(assets, "assets")
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", noDirectories(http.FileServerFS(static))))
 	mux.HandleFunc("/", h.notFound)
@@ -201,6 +208,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // forms, and nothing inline, nothing from elsewhere, no framing.
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
 	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// remoteHost is the default Options.ClientAddress: the host of
+// r.RemoteAddr.
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// actor is the signed-in staff user of r, from r's client address, as the
+// security log records them.
+func (h *Handler) actor(r *request) payoutkit.Actor {
+	return payoutkit.StaffActor(r.session.StaffEmail, h.client(r.Request))
+}
 
 // noDirectories answers 404 for a directory, so the file server lists none.
 func noDirectories(next http.Handler) http.Handler {

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -25,6 +27,7 @@ var templateFiles embed.FS
 var pageNames = []string{
 	"login", "error", "dashboard", "payments", "withdrawals", "withdrawal", "customers", "developer", "confirm", "password",
 	"login2fa", "security", "team", "addresses", "policy",
+	"securitylog",
 }
 
 type pages struct{ byName map[string]*template.Template }
@@ -61,7 +64,20 @@ var funcs = template.FuncMap{
 	// allowip renders an entry of a key's address allowlist as it was
 	// meant: an address alone, or a CIDR range.
 	"allowip": payoutkit.FormatAllowIP,
+	"sub":     func(a, b int) int { return a - b },
+	// details lists a security log entry's details by key, so that
+	// every entry reads in the same order.
+	"details": func(d map[string]string) []detail {
+		out := make([]detail, 0, len(d))
+		for _, k := range slices.Sorted(maps.Keys(d)) {
+			out = append(out, detail{k, d[k]})
+		}
+		return out
+	},
 }
+
+// detail is one member of a security log entry's details.
+type detail struct{ Key, Value string }
 
 // timeFormat is the one way the portal prints a time: UTC, to the second,
 // with its zone written out, so that staff in any time zone read the same

@@ -113,7 +113,7 @@ func (h *Handler) createKey(w http.ResponseWriter, r *request) {
 	var k payoutkit.NewKey
 	if !f.failed() {
 		var err error
-		k, err = h.svc.CreateAPIKeyWith(r.Context(), r.session.WorkspaceID, req)
+		k, err = h.svc.CreateAPIKeyWith(r.Context(), r.session.WorkspaceID, req, h.actor(r))
 		if e, ok := errors.AsType[*payoutkit.Error](err); ok && errors.Is(err, payoutkit.ErrInvalidInput) {
 			for _, fe := range e.Fields {
 				f.add(fe.Field, sentence(fe.Message))
@@ -196,7 +196,7 @@ func (h *Handler) revokeKey(w http.ResponseWriter, r *request) {
 		h.renderDeveloper(w, r, http.StatusBadRequest, developerView{Fields: f}, "")
 		return
 	}
-	n, err := h.svc.RevokeAPIKey(r.Context(), r.session.WorkspaceID, prefix)
+	n, err := h.svc.RevokeAPIKey(r.Context(), r.session.WorkspaceID, prefix, h.actor(r))
 	if err != nil {
 		h.engineError(w, r.Request, err)
 		return
@@ -221,7 +221,7 @@ func isKeyPrefix(s string) bool {
 }
 
 func (h *Handler) resetKeys(w http.ResponseWriter, r *request) {
-	k, err := h.svc.ResetAPIKeys(r.Context(), r.session.WorkspaceID)
+	k, err := h.svc.ResetAPIKeys(r.Context(), r.session.WorkspaceID, h.actor(r))
 	if err != nil {
 		h.engineError(w, r.Request, err)
 		return
@@ -239,7 +239,7 @@ func (h *Handler) setWebhook(w http.ResponseWriter, r *request) {
 		}
 	}
 	if !f.failed() {
-		_, err := h.svc.SetWebhookURL(r.Context(), r.session.WorkspaceID, raw)
+		_, err := h.svc.SetWebhookURL(r.Context(), r.session.WorkspaceID, raw, h.actor(r))
 		if e, ok := errors.AsType[*payoutkit.Error](err); ok && errors.Is(err, payoutkit.ErrInvalidInput) {
 			f.add("url", e.Message)
 		} else if err != nil {
@@ -255,7 +255,7 @@ func (h *Handler) setWebhook(w http.ResponseWriter, r *request) {
 }
 
 func (h *Handler) rotateSecret(w http.ResponseWriter, r *request) {
-	ws, err := h.svc.RotateWebhookSecret(r.Context(), r.session.WorkspaceID)
+	ws, err := h.svc.RotateWebhookSecret(r.Context(), r.session.WorkspaceID, h.actor(r))
 	if err != nil {
 		h.engineError(w, r.Request, err)
 		return
@@ -320,4 +320,27 @@ func sentence(msg string) string {
 		return msg
 	}
 	return "This field " + msg + "."
+}
+
+type securityLogView struct {
+	Entries []payoutkit.SecurityLogEntry
+	pager
+}
+
+// securityLog lists the workspace's security log, newest first, a page at
+// a time.
+func (h *Handler) securityLog(w http.ResponseWriter, r *request) {
+	p, err := h.svc.SecurityLog(r.Context(), r.session.WorkspaceID, payoutkit.PageRequest{Limit: pageSize, Cursor: cursor(r)})
+	if errors.Is(err, payoutkit.ErrInvalidInput) {
+		h.renderError(w, r.Request, http.StatusBadRequest, "This page link is not valid. Go back to the first page of the security log.")
+		return
+	}
+	if err != nil {
+		h.engineError(w, r.Request, err)
+		return
+	}
+	h.renderPage(w, r, http.StatusOK, "securitylog", page{
+		Title: "Security log", Section: "security-log",
+		Data: securityLogView{Entries: p.Items, pager: nextPage(r, p.Next)},
+	})
 }

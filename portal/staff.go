@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -24,16 +23,6 @@ const twoFactorCookie = "payoutkit_2fa"
 // pendingMaxAge is the second step's cookie's lifetime in seconds, as long
 // as the engine's pending state lasts (five minutes).
 const pendingMaxAge = 5 * 60
-
-// remoteHost is the default Options.ClientAddress: the host of the TCP
-// peer's address.
-func remoteHost(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
 
 // caller is the request's staff user, for the engine's staff calls.
 func (h *Handler) caller(r *request) payoutkit.StaffCaller {

@@ -172,7 +172,7 @@ func keysCommand(sub string) func(fs *flag.FlagSet) runFunc {
 			defer done()
 			switch sub {
 			case "create":
-				k, err := engine.CreateAPIKeyWith(ctx, *ws, req)
+				k, err := engine.CreateAPIKeyWith(ctx, *ws, req, payoutkit.ActorCLI)
 				if err != nil {
 					return err
 				}
@@ -180,7 +180,7 @@ func keysCommand(sub string) func(fs *flag.FlagSet) runFunc {
 					APIKey: k.Key, Prefix: k.Prefix, Scopes: scopeStrings(k.Scopes), AllowIPs: payoutkit.FormatAllowIPs(k.AllowIPs),
 				})
 			case "reset":
-				k, err := engine.ResetAPIKeys(ctx, *ws)
+				k, err := engine.ResetAPIKeys(ctx, *ws, payoutkit.ActorCLI)
 				if err != nil {
 					return err
 				}
@@ -200,7 +200,7 @@ func keysCommand(sub string) func(fs *flag.FlagSet) runFunc {
 				}
 				return printJSON(stdout, out)
 			default: // revoke
-				n, err := engine.RevokeAPIKey(ctx, *ws, *prefix)
+				n, err := engine.RevokeAPIKey(ctx, *ws, *prefix, payoutkit.ActorCLI)
 				if err != nil {
 					return err
 				}
@@ -279,13 +279,13 @@ func webhookCommand(sub string) func(fs *flag.FlagSet) runFunc {
 				return printJSON(stdout, map[string]string{"event_id": *eventID, "state": string(payoutkit.DeliveryPending)})
 			}
 			if sub == "set" {
-				w, err := engine.SetWebhookURL(ctx, *ws, *u)
+				w, err := engine.SetWebhookURL(ctx, *ws, *u, payoutkit.ActorCLI)
 				if err != nil {
 					return err
 				}
 				return printJSON(stdout, map[string]string{"workspace_id": w.ID, "webhook_url": w.WebhookURL})
 			}
-			w, err := engine.RotateWebhookSecret(ctx, *ws)
+			w, err := engine.RotateWebhookSecret(ctx, *ws, payoutkit.ActorCLI)
 			if err != nil {
 				return err
 			}

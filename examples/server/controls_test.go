@@ -101,3 +101,44 @@ func TestControlCommands(t *testing.T) {
 		t.Fatalf("security log = %s; want %s", got, want)
 	}
 }
+
+// The key and webhook commands record their changes in the security log
+// with the actor "cli", and never a key or a secret.
+func TestKeyWebhookCommandsLog(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "payoutkit.db")
+	first := decodeObject(t, mustCommand(t, "workspace", "create", "-db", db, "-name", "Acme"))
+	ws := first["workspace_id"].(string)
+	created := decodeObject(t, mustCommand(t, "keys", "create", "-db", db, "-workspace", ws, "-scopes", "read"))
+	mustCommand(t, "keys", "revoke", "-db", db, "-workspace", ws, "-prefix", created["prefix"].(string))
+	reset := decodeObject(t, mustCommand(t, "keys", "reset", "-db", db, "-workspace", ws))
+	mustCommand(t, "webhook", "set", "-db", db, "-workspace", ws, "-url", "https://hooks.example/in")
+	rotated := mustCommand(t, "webhook", "rotate-secret", "-db", db, "-workspace", ws)
+
+	out := mustCommand(t, "security-log", "-db", db, "-workspace", ws)
+	for _, secret := range []string{created["api_key"].(string), reset["api_key"].(string), first["api_key"].(string)} {
+		if strings.Contains(out, secret) {
+			t.Fatalf("the security log holds the key %q:\n%s", secret, out)
+		}
+	}
+	if i := strings.Index(rotated, "whsec_"); i < 0 || strings.Contains(out, rotated[i:i+20]) {
+		t.Fatalf("rotate-secret printed %q; the log: %s", rotated, out)
+	}
+	var log []map[string]any
+	if err := json.Unmarshal([]byte(out), &log); err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, l := range log {
+		if l["actor"] != "cli" || l["client_addr"] != nil {
+			t.Fatalf("entry %v: not by cli without a client address", l)
+		}
+		actions = append(actions, l["action"].(string))
+	}
+	want := "webhook.secret_rotated webhook.url_set keys.reset key.revoked key.created"
+	if got := strings.Join(actions, " "); got != want {
+		t.Fatalf("security log = %s; want %s", got, want)
+	}
+	if d := log[3]["details"].(map[string]any); d["prefix"] != created["prefix"] {
+		t.Fatalf("key.revoked details %v; want the prefix %v", d, created["prefix"])
+	}
+}

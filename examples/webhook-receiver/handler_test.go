@@ -191,7 +191,7 @@ func TestReceiverWithDispatcher(t *testing.T) {
 		h.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	if _, err := eng.SetWebhookURL(t.Context(), nw.Workspace.ID, srv.URL); err != nil {
+	if _, err := eng.SetWebhookURL(t.Context(), nw.Workspace.ID, srv.URL, payoutkit.ActorCLI); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := eng.CreateOrder(t.Context(), nw.Workspace.ID, payoutkit.CreateOrderRequest{OrderID: "o-1", Amount: "5.00"}); err != nil {

@@ -1157,3 +1157,39 @@ func (s *Store) ClearSignInFailures(_ context.Context, email string) error {
 	delete(s.failures, email)
 	return nil
 }
+
+// PayoutsPerDay implements payoutkit.PayoutStore.
+func (s *Store) PayoutsPerDay(_ context.Context, workspaceID string, from, to time.Time) ([]payoutkit.DayCount, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, err := s.workspace(workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	byDay := map[time.Time]*payoutkit.DayCount{}
+	for _, p := range w.payoutList {
+		if !inRange(p.CreatedAt, from, to) {
+			continue
+		}
+		day := p.CreatedAt.UTC().Truncate(24 * time.Hour)
+		d := byDay[day]
+		if d == nil {
+			d = &payoutkit.DayCount{Day: day}
+			byDay[day] = d
+		}
+		switch p.Status {
+		case payoutkit.PayoutCompleted:
+			d.Completed++
+		case payoutkit.PayoutFailed:
+			d.Failed++
+		default:
+			d.InProgress++
+		}
+	}
+	out := make([]payoutkit.DayCount, 0, len(byDay))
+	for _, d := range byDay {
+		out = append(out, *d)
+	}
+	slices.SortFunc(out, func(a, b payoutkit.DayCount) int { return a.Day.Compare(b.Day) })
+	return out, nil
+}

@@ -18,7 +18,7 @@ func testKeyControls(t *testing.T, open Open) {
 	t.Run("Defaults", func(t *testing.T) {
 		e := newEnv(t, open)
 		nw := e.workspace()
-		second := must[payoutkit.NewKey](t)(e.eng.CreateAPIKey(e.ctx, nw.Workspace.ID))
+		second := must[payoutkit.NewKey](t)(e.eng.CreateAPIKey(e.ctx, nw.Workspace.ID, payoutkit.ActorCLI))
 		if !slices.Equal(second.Scopes, all) || len(second.AllowIPs) != 0 {
 			t.Fatalf("CreateAPIKey's key has scopes %v and allow_ips %v; want %v and none", second.Scopes, second.AllowIPs, all)
 		}
@@ -27,7 +27,7 @@ func testKeyControls(t *testing.T, open Open) {
 				t.Fatalf("key %s stored with scopes %v and allow_ips %v; want %v and none", k.Prefix, k.Scopes, k.AllowIPs, all)
 			}
 		}
-		fresh := must[payoutkit.NewKey](t)(e.eng.ResetAPIKeys(e.ctx, nw.Workspace.ID))
+		fresh := must[payoutkit.NewKey](t)(e.eng.ResetAPIKeys(e.ctx, nw.Workspace.ID, payoutkit.ActorCLI))
 		k := must[payoutkit.APIKey](t)(e.store.APIKey(e.ctx, fresh.Prefix))
 		if !slices.Equal(k.Scopes, all) || len(k.AllowIPs) != 0 {
 			t.Fatalf("reset's key stored with scopes %v and allow_ips %v", k.Scopes, k.AllowIPs)
@@ -55,7 +55,7 @@ func testKeyControls(t *testing.T, open Open) {
 			}, []payoutkit.Scope{payoutkit.ScopeOrdersWrite}, []string{"10.0.0.0/8", "203.0.113.7", "2001:db8::/32", "2001:db8::1"}},
 		}
 		for _, c := range cases {
-			nk := must[payoutkit.NewKey](t)(e.eng.CreateAPIKeyWith(e.ctx, ws, c.req))
+			nk := must[payoutkit.NewKey](t)(e.eng.CreateAPIKeyWith(e.ctx, ws, c.req, payoutkit.ActorCLI))
 			check := func(how string, scopes []payoutkit.Scope, ips []netip.Prefix) {
 				t.Helper()
 				if !slices.Equal(scopes, c.wantScopes) || !slices.Equal(payoutkit.FormatAllowIPs(ips), c.wantIPs) {
@@ -108,7 +108,7 @@ func testKeyControls(t *testing.T, open Open) {
 			{payoutkit.CreateAPIKeyRequest{AllowIPs: []string{"fe80::1%eth0"}}, "allow_ips"},
 			{payoutkit.CreateAPIKeyRequest{AllowIPs: []string{""}}, "allow_ips"},
 		} {
-			_, err := e.eng.CreateAPIKeyWith(e.ctx, nw.Workspace.ID, c.req)
+			_, err := e.eng.CreateAPIKeyWith(e.ctx, nw.Workspace.ID, c.req, payoutkit.ActorCLI)
 			wantErr(t, err, payoutkit.ErrInvalidInput)
 			pe, ok := errors.AsType[*payoutkit.Error](err)
 			if !ok || len(pe.Fields) == 0 || pe.Fields[0].Field != c.field {
@@ -128,7 +128,7 @@ func testKeyControls(t *testing.T, open Open) {
 		nw := e.workspace()
 		nk := must[payoutkit.NewKey](t)(e.eng.CreateAPIKeyWith(e.ctx, nw.Workspace.ID, payoutkit.CreateAPIKeyRequest{
 			Scopes: []payoutkit.Scope{}, AllowIPs: []string{"10.0.0.0/8", "2001:db8::/32"},
-		}))
+		}, payoutkit.ActorCLI))
 		for _, a := range []string{"10.0.0.1", "10.255.255.255", "::ffff:10.9.8.7", "2001:db8::5"} {
 			if _, err := e.eng.Authenticate(e.ctx, nk.Key, netip.MustParseAddr(a)); err != nil {
 				t.Fatalf("from %s: %v", a, err)
@@ -136,7 +136,7 @@ func testKeyControls(t *testing.T, open Open) {
 		}
 		e2 := newEnv(t, open)
 		nw2 := e2.workspace()
-		nk2 := must[payoutkit.NewKey](t)(e2.eng.CreateAPIKeyWith(e2.ctx, nw2.Workspace.ID, payoutkit.CreateAPIKeyRequest{AllowIPs: []string{"10.0.0.0/8"}}))
+		nk2 := must[payoutkit.NewKey](t)(e2.eng.CreateAPIKeyWith(e2.ctx, nw2.Workspace.ID, payoutkit.CreateAPIKeyRequest{AllowIPs: []string{"10.0.0.0/8"}}, payoutkit.ActorCLI))
 		for _, a := range []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("11.0.0.1"), netip.MustParseAddr("::1"), {}} {
 			_, err := e2.eng.Authenticate(e2.ctx, nk2.Key, a)
 			wantErr(t, err, payoutkit.ErrForbidden)
@@ -148,7 +148,7 @@ func testKeyControls(t *testing.T, open Open) {
 		if k := must[payoutkit.APIKey](t)(e2.store.APIKey(e2.ctx, nk2.Prefix)); !k.LastUsedAt.IsZero() {
 			t.Fatalf("a refused address recorded a use at %v", k.LastUsedAt)
 		}
-		if _, err := e2.eng.RevokeAPIKey(e2.ctx, nw2.Workspace.ID, nk2.Prefix); err != nil {
+		if _, err := e2.eng.RevokeAPIKey(e2.ctx, nw2.Workspace.ID, nk2.Prefix, payoutkit.ActorCLI); err != nil {
 			t.Fatal(err)
 		}
 		_, err := e2.eng.Authenticate(e2.ctx, nk2.Key, netip.MustParseAddr("127.0.0.1"))

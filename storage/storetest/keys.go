@@ -57,8 +57,8 @@ func testKeys(t *testing.T, open Open) {
 	t.Run("RevokeByPrefix", func(t *testing.T) {
 		e := newEnv(t, open)
 		nw := e.workspace()
-		second := must[payoutkit.NewKey](t)(e.eng.CreateAPIKey(e.ctx, nw.Workspace.ID))
-		n, err := e.eng.RevokeAPIKey(e.ctx, nw.Workspace.ID, "sk_"+nw.APIKey.Prefix)
+		second := must[payoutkit.NewKey](t)(e.eng.CreateAPIKey(e.ctx, nw.Workspace.ID, payoutkit.ActorCLI))
+		n, err := e.eng.RevokeAPIKey(e.ctx, nw.Workspace.ID, "sk_"+nw.APIKey.Prefix, payoutkit.ActorCLI)
 		if err != nil || n != 1 {
 			t.Fatalf("RevokeAPIKey = %d, %v; want 1", n, err)
 		}
@@ -67,27 +67,27 @@ func testKeys(t *testing.T, open Open) {
 		if _, err := e.eng.Authenticate(e.ctx, "Bearer "+second.Key, netip.Addr{}); err != nil {
 			t.Fatalf("the other key stopped working: %v", err)
 		}
-		if n, _ := e.eng.RevokeAPIKey(e.ctx, nw.Workspace.ID, nw.APIKey.Prefix); n != 0 {
+		if n, _ := e.eng.RevokeAPIKey(e.ctx, nw.Workspace.ID, nw.APIKey.Prefix, payoutkit.ActorCLI); n != 0 {
 			t.Fatalf("revoking twice revoked %d", n)
 		}
 		// Another workspace cannot revoke this one's key.
 		other := e.workspace()
-		if n, _ := e.eng.RevokeAPIKey(e.ctx, other.Workspace.ID, second.Prefix); n != 0 {
+		if n, _ := e.eng.RevokeAPIKey(e.ctx, other.Workspace.ID, second.Prefix, payoutkit.ActorCLI); n != 0 {
 			t.Fatalf("another workspace revoked %d keys", n)
 		}
 		keys := must[[]payoutkit.APIKey](t)(e.eng.APIKeys(e.ctx, nw.Workspace.ID))
 		if len(keys) != 2 || keys[0].Prefix != second.Prefix || keys[1].Active() || !keys[0].Active() {
 			t.Fatalf("keys after revoke = %+v", keys)
 		}
-		_, err = e.eng.RevokeAPIKey(e.ctx, nw.Workspace.ID, "short")
+		_, err = e.eng.RevokeAPIKey(e.ctx, nw.Workspace.ID, "short", payoutkit.ActorCLI)
 		wantErr(t, err, payoutkit.ErrInvalidInput)
 	})
 
 	t.Run("ResetAll", func(t *testing.T) {
 		e := newEnv(t, open)
 		nw := e.workspace()
-		second := must[payoutkit.NewKey](t)(e.eng.CreateAPIKey(e.ctx, nw.Workspace.ID))
-		fresh := must[payoutkit.NewKey](t)(e.eng.ResetAPIKeys(e.ctx, nw.Workspace.ID))
+		second := must[payoutkit.NewKey](t)(e.eng.CreateAPIKey(e.ctx, nw.Workspace.ID, payoutkit.ActorCLI))
+		fresh := must[payoutkit.NewKey](t)(e.eng.ResetAPIKeys(e.ctx, nw.Workspace.ID, payoutkit.ActorCLI))
 		for _, old := range []string{nw.APIKey.Key, second.Key} {
 			_, err := e.eng.Authenticate(e.ctx, old, netip.Addr{})
 			wantErr(t, err, payoutkit.ErrUnauthorized)
@@ -148,7 +148,7 @@ func testKeys(t *testing.T, open Open) {
 				t.Fatalf("a refused key read balance %+v", b)
 			}
 		}
-		if _, err := e.eng.RevokeAPIKey(e.ctx, nw.Workspace.ID, nw.APIKey.Prefix); err != nil {
+		if _, err := e.eng.RevokeAPIKey(e.ctx, nw.Workspace.ID, nw.APIKey.Prefix, payoutkit.ActorCLI); err != nil {
 			t.Fatal(err)
 		}
 		_, _, err = e.eng.AuthenticateBalance(e.ctx, "Bearer "+nw.APIKey.Key, netip.Addr{})
@@ -248,18 +248,18 @@ func testWorkspaces(t *testing.T, open Open) {
 	t.Run("Webhook", func(t *testing.T) {
 		e := newEnv(t, open)
 		nw := e.workspace()
-		ws, err := e.eng.SetWebhookURL(e.ctx, nw.Workspace.ID, "http://127.0.0.1:9/hook")
+		ws, err := e.eng.SetWebhookURL(e.ctx, nw.Workspace.ID, "http://127.0.0.1:9/hook", payoutkit.ActorCLI)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rotated := must[payoutkit.Workspace](t)(e.eng.RotateWebhookSecret(e.ctx, ws.ID))
+		rotated := must[payoutkit.Workspace](t)(e.eng.RotateWebhookSecret(e.ctx, ws.ID, payoutkit.ActorCLI))
 		got := must[payoutkit.Workspace](t)(e.eng.Workspace(e.ctx, ws.ID))
 		if got.WebhookURL != "http://127.0.0.1:9/hook" || got.WebhookSecret != rotated.WebhookSecret || got.WebhookSecret == nw.Workspace.WebhookSecret {
 			t.Fatalf("after rotate: %+v", got)
 		}
-		_, err = e.eng.SetWebhookURL(e.ctx, ws.ID, "javascript:alert(1)")
+		_, err = e.eng.SetWebhookURL(e.ctx, ws.ID, "javascript:alert(1)", payoutkit.ActorCLI)
 		wantErr(t, err, payoutkit.ErrInvalidInput)
-		_, err = e.eng.SetWebhookURL(e.ctx, "ws_missing", "https://example.com")
+		_, err = e.eng.SetWebhookURL(e.ctx, "ws_missing", "https://example.com", payoutkit.ActorCLI)
 		wantErr(t, err, payoutkit.ErrNotFound)
 	})
 

@@ -35,7 +35,7 @@ func testOutbox(t *testing.T, open Open) {
 			t.Fatalf("claimed %d events of a workspace without a URL", len(got))
 		}
 		// A URL set later does not send them; a resend does.
-		must[payoutkit.Workspace](t)(e.eng.SetWebhookURL(e.ctx, ws, "https://hooks.example/late"))
+		must[payoutkit.Workspace](t)(e.eng.SetWebhookURL(e.ctx, ws, "https://hooks.example/late", payoutkit.ActorCLI))
 		if got := claim(); len(got) != 0 {
 			t.Fatalf("setting a URL sent %d older events", len(got))
 		}
@@ -491,7 +491,7 @@ func testHealthNotSent(t *testing.T, open Open) {
 	// URL is set counts as delivered.
 	quietEvents := must[payoutkit.Page[payoutkit.Event]](t)(e.store.Events(e.ctx, quiet, payoutkit.PageRequest{}))
 	resent := quietEvents.Items[0]
-	must[payoutkit.Workspace](t)(e.eng.SetWebhookURL(e.ctx, quiet, "https://hooks.example/late"))
+	must[payoutkit.Workspace](t)(e.eng.SetWebhookURL(e.ctx, quiet, "https://hooks.example/late", payoutkit.ActorCLI))
 	noErr(t, e.store.ResendEvent(e.ctx, quiet, resent.ID, now))
 	h = must[payoutkit.OutboxHealth](t)(e.store.OutboxHealth(e.ctx))
 	if h.Pending != 1 || h.Failed != 1 || h.NotSent != 2 || h.Delivered != 0 || !h.OldestPending.Equal(resent.CreatedAt) {

@@ -240,3 +240,46 @@ func (o *Ops) OutboxHealth(ctx context.Context) (payoutkit.OutboxHealth, error) 
 	}
 	return h, nil
 }
+
+// PayoutsPerDay implements payoutkit.PayoutStore with the store's
+// OpsConfig.PerDaySQL.
+func (o *Ops) PayoutsPerDay(ctx context.Context, workspaceID string, from, to time.Time) ([]payoutkit.DayCount, error) {
+	rows, err := o.w.Reader().QueryContext(ctx, o.c.PerDaySQL, workspaceID, o.c.TS(from), o.c.TS(to))
+	if err != nil {
+		return nil, o.c.Translate(ctx, "payouts per day", err)
+	}
+	defer rows.Close()
+	var out []payoutkit.DayCount
+	for rows.Next() {
+		var day, n int64
+		var status string
+		if err := rows.Scan(&day, &status, &n); err != nil {
+			return nil, o.c.Translate(ctx, "payouts per day", err)
+		}
+		if n == 0 {
+			continue
+		}
+		at := time.Unix(day*86400, 0).UTC()
+		if len(out) == 0 || !out[len(out)-1].Day.Equal(at) {
+			out = append(out, payoutkit.DayCount{Day: at})
+		}
+		d := &out[len(out)-1]
+		switch payoutkit.PayoutStatus(status) {
+		case payoutkit.PayoutCompleted:
+			d.Completed += int(n)
+		case payoutkit.PayoutFailed:
+			d.Failed += int(n)
+		default:
+			d.InProgress += int(n)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, o.c.Translate(ctx, "payouts per day", err)
+	}
+	if len(out) == 0 {
+		if err := WorkspaceExists(ctx, o.w.Reader(), workspaceID); err != nil {
+			return nil, o.c.Translate(ctx, "payouts per day", err)
+		}
+	}
+	return out, nil
+}

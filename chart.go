@@ -1,0 +1,53 @@
+package payoutkit
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// DayCount is how many of a workspace's payouts were created on one day
+// (UTC), by where they stand now.
+type DayCount struct {
+	// Day is the day's first instant, midnight UTC.
+	Day time.Time
+	// Completed and Failed count the payouts in those states; InProgress
+	// the submitted ones (held for approval or not).
+	Completed, Failed, InProgress int
+}
+
+// Total is the day's number of payouts.
+func (d DayCount) Total() int { return d.Completed + d.Failed + d.InProgress }
+
+// MaxChartDays bounds PayoutsPerDay's days.
+const MaxChartDays = 366
+
+// PayoutsPerDay counts the workspace's payouts per day of their creation
+// (UTC) for the last days days, today included, oldest first: one entry a
+// day, zero counts on days without payouts. The store answers it with one
+// aggregate read. days must be 1 to MaxChartDays.
+func (e *Engine) PayoutsPerDay(ctx context.Context, workspaceID string, days int) ([]DayCount, error) {
+	if days < 1 || days > MaxChartDays {
+		return nil, invalidField("days", "must be between 1 and 366")
+	}
+	today := e.clock().UTC().Truncate(24 * time.Hour)
+	from, to := today.AddDate(0, 0, 1-days), today.AddDate(0, 0, 1)
+	counts, err := e.store.PayoutsPerDay(ctx, workspaceID, from, to)
+	if errors.Is(err, ErrNotFound) {
+		return nil, errNotFound("workspace")
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DayCount, days)
+	for i := range out {
+		out[i].Day = from.AddDate(0, 0, i)
+	}
+	for _, c := range counts {
+		if i := int(c.Day.Sub(from) / (24 * time.Hour)); i >= 0 && i < days {
+			c.Day = out[i].Day
+			out[i] = c
+		}
+	}
+	return out, nil
+}
