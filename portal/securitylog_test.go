@@ -93,6 +93,7 @@ func TestSecurityLogPage(t *testing.T) {
 		{payoutkit.ActionKeysReset, staff, "127.0.0.1", []string{strings.Split(resetKey, "_")[1], "revoked: 1"}},
 		{payoutkit.ActionKeyRevoked, staff, "127.0.0.1", []string{prefix}},
 		{payoutkit.ActionKeyCreated, staff, "127.0.0.1", []string{prefix, "payouts:write", "10.0.0.0/8"}},
+		{payoutkit.ActionSignInSucceeded, staff, "127.0.0.1", nil},
 	}
 	rows := logRows(page.body)
 	if len(rows) != len(want) {
@@ -133,14 +134,15 @@ func TestSecurityLogPages(t *testing.T) {
 	if strings.Contains(second.body, `rel="next"`) {
 		t.Fatal("a next page after the last")
 	}
-	var urls []string
+	// The 60 changes, then the sign-in that reads them, newest first.
+	var actions, urls []string
 	for _, body := range []string{first.body, second.body} {
 		for _, r := range logRows(body) {
-			urls = append(urls, r.cells[4])
+			actions, urls = append(actions, r.action), append(urls, r.cells[4])
 		}
 	}
-	if len(urls) != 60 || !strings.Contains(urls[0], "/59") || !strings.Contains(urls[49], "/10") || !strings.Contains(urls[59], "/0") {
-		t.Fatalf("%d rows over two pages, %q first and %q last; want 60, newest first", len(urls), urls[0], urls[len(urls)-1])
+	if len(urls) != 61 || actions[0] != "signin.succeeded" || !strings.Contains(urls[1], "/59") || !strings.Contains(urls[50], "/10") || !strings.Contains(urls[60], "/0") {
+		t.Fatalf("%d rows over two pages, %s %q first and %q last; want the sign-in, then 60 URLs newest first", len(urls), actions[0], urls[0], urls[len(urls)-1])
 	}
 	b.get("/settings/security-log?cursor=nope").wantStatus(t, http.StatusBadRequest)
 }
