@@ -229,11 +229,6 @@ func noKeyRevoked(ctx context.Context, engine *payoutkit.Engine, ws, prefix stri
 			return printJSON(stdout, map[string]int{"revoked": 0})
 		}
 	}
-	// The contract's answer, then the exit status that tells a script
-	// (or an operator in an incident) that nothing matched.
-	if err := printJSON(stdout, map[string]int{"revoked": 0}); err != nil {
-		return err
-	}
 	return fmt.Errorf("keys revoke: workspace %s has no key with prefix %s (nothing was revoked; `server keys list` shows the prefixes)", ws, prefix)
 }
 
@@ -376,13 +371,10 @@ func staffCommand(sub string) func(fs *flag.FlagSet) runFunc {
 			if err != nil {
 				return err
 			}
-			if err := printJSON(stdout, map[string]int{"removed": n}); err != nil {
-				return err
-			}
 			if n == 0 {
 				return fmt.Errorf("staff remove: workspace %s has no staff login %s (nothing was removed)", *ws, *email)
 			}
-			return nil
+			return printJSON(stdout, map[string]int{"removed": n})
 		}
 	}
 }

@@ -121,9 +121,6 @@ func addressesCommand(sub string) func(fs *flag.FlagSet) runFunc {
 					return err
 				}
 				if n == 0 {
-					if err := printJSON(stdout, map[string]int{"removed": 0}); err != nil {
-						return err
-					}
 					return fmt.Errorf("addresses remove: the address book of workspace %s has no %s address %s (nothing was removed)", *ws, *network, *address)
 				}
 				return printJSON(stdout, map[string]int{"removed": n})
