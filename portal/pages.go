@@ -174,8 +174,7 @@ type withdrawalView struct {
 	Payout payoutkit.Payout
 	Events []payoutkit.EventLog
 	// ExplorerURL, when set, links the payout's transaction in a block
-	// explorer beside its txid. Nothing sets it yet: the page keeps the
-	// place for it.
+	// explorer beside its txid (Options.ExplorerURL).
 	ExplorerURL string
 }
 
@@ -200,8 +199,17 @@ func (h *Handler) withdrawal(w http.ResponseWriter, r *request) {
 	}
 	h.renderPage(w, r, http.StatusOK, "withdrawal", page{
 		Title: "Withdrawal " + p.PayoutID, Section: "withdrawals",
-		Data: withdrawalView{Payout: p, Events: events},
+		Data: withdrawalView{Payout: p, Events: events, ExplorerURL: h.explorerURL(p)},
 	})
+}
+
+// explorerURL is the explorer page of p's transaction, when the portal
+// knows one.
+func (h *Handler) explorerURL(p payoutkit.Payout) string {
+	if h.explorer == nil || p.TxID == "" {
+		return ""
+	}
+	return h.explorer(p.Network, p.TxID)
 }
 
 type customersView struct {

@@ -69,6 +69,10 @@ type Options struct {
 	// match the engine's Config.SessionMaxAge. Defaults to
 	// payoutkit.DefaultSessionMaxAge.
 	SessionMaxAge time.Duration
+	// ExplorerURL, when set, gives a settled payout's block explorer page
+	// ("" for none), linked beside its txid on the withdrawal page. The
+	// EVM processor's configuration makes one. Defaults to no links.
+	ExplorerURL func(network, txid string) string
 }
 
 // Handler serves the portal's pages. It is safe for concurrent use.
@@ -78,6 +82,8 @@ type Handler struct {
 	maxAge time.Duration
 	pages  *pages
 	root   http.Handler
+	// explorer is Options.ExplorerURL.
+	explorer func(network, txid string) string
 }
 
 //go:embed assets
@@ -91,7 +97,7 @@ func New(svc Service, opts Options) *Handler {
 	if opts.SessionMaxAge <= 0 {
 		opts.SessionMaxAge = payoutkit.DefaultSessionMaxAge
 	}
-	h := &Handler{svc: svc, log: opts.Logger, maxAge: opts.SessionMaxAge, pages: parsePages()}
+	h := &Handler{svc: svc, log: opts.Logger, maxAge: opts.SessionMaxAge, pages: parsePages(), explorer: opts.ExplorerURL}
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /login", h.loginPage)

@@ -199,13 +199,15 @@ type Token struct {
 	Contract common.Address
 	// Decimals is the token's on-chain precision (its decimals()).
 	Decimals int
-	// GasLimit is the gas a transfer is given. Defaults to 100000.
+	// GasLimit is the gas a transfer is given when the node cannot
+	// estimate it (otherwise the estimate and a quarter). Defaults to
+	// 200000.
 	GasLimit uint64
 }
 
 // DefaultTokenGasLimit is a token transfer's gas limit unless its Token
 // sets one.
-const DefaultTokenGasLimit = 100_000
+const DefaultTokenGasLimit = 200_000
 
 func (n *Network) check() error {
 	if n.Name == "" {

@@ -30,6 +30,7 @@ type Backend interface {
 	HeaderByNumber(ctx context.Context, number *big.Int) (*types.Header, error)
 	BalanceAt(ctx context.Context, account common.Address, blockNumber *big.Int) (*big.Int, error)
 	NonceAt(ctx context.Context, account common.Address, blockNumber *big.Int) (uint64, error)
+	CodeAt(ctx context.Context, account common.Address, blockNumber *big.Int) ([]byte, error)
 	PendingNonceAt(ctx context.Context, account common.Address) (uint64, error)
 	CallContract(ctx context.Context, call ethereum.CallMsg, blockNumber *big.Int) ([]byte, error)
 	EstimateGas(ctx context.Context, call ethereum.CallMsg) (uint64, error)
@@ -60,6 +61,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
+	// Checkpoint, when set, is called by Submit at "signed" (the
+	// transaction is stored, not sent) and "sent" (sent, the hand-off not
+	// yet recorded), for fault-injection tests that stop the process there.
+	Checkpoint func(point string)
 }
 
 // Processor is a payoutkit.Processor that pays out in native coins and
@@ -77,8 +82,8 @@ type Processor struct {
 	networks map[string]*chain // by upper-case name
 	stats    counters
 
-	// hook, when set (tests), is called at the named points of Submit.
-	hook func(point string)
+	// firstFees, when set (tests), changes a payout's first fees.
+	firstFees func(tip, feeCap *big.Int) (*big.Int, *big.Int)
 
 	warnMu   sync.Mutex
 	warnedAt map[string]time.Time
@@ -275,13 +280,16 @@ func (p *Processor) Submit(ctx context.Context, sub payoutkit.Submission, settle
 	var gas uint64
 	if isToken {
 		call = ethereum.CallMsg{From: p.signer.Address(), To: &token.Contract, Value: new(big.Int), Data: transferData(to, units)}
-		gas = token.GasLimit
-	} else if gas, err = c.b.EstimateGas(ctx, call); err != nil {
+		gas = p.tokenGas(ctx, c, token, call)
+	} else if gas, err = p.nativeGas(ctx, c, call); err != nil {
 		return fmt.Errorf("evm: payout %s: estimate gas: %w", sub.PayoutID, err)
 	}
 	tip, feeCap, err := p.fees(ctx, c)
 	if err != nil {
 		return err
+	}
+	if p.firstFees != nil {
+		tip, feeCap = p.firstFees(tip, feeCap)
 	}
 	if err := p.coverable(ctx, c, sub, isToken, token, units, gas, feeCap); err != nil {
 		return err
@@ -345,6 +353,32 @@ func (p *Processor) Submit(ctx context.Context, sub payoutkit.Submission, settle
 	return nil
 }
 
+// nativeGas is a plain transfer's 21000 gas to an account without code,
+// and the node's estimate to a contract.
+func (p *Processor) nativeGas(ctx context.Context, c *chain, call ethereum.CallMsg) (uint64, error) {
+	code, err := c.b.CodeAt(ctx, *call.To, nil)
+	if err != nil {
+		return 0, err
+	}
+	if len(code) == 0 {
+		return 21_000, nil
+	}
+	return c.b.EstimateGas(ctx, call)
+}
+
+// tokenGas is the node's estimate of a token transfer plus a quarter, or
+// the token's GasLimit when the node cannot estimate it (a transfer that
+// would revert is sent all the same: its receipt fails the payout, with
+// the chain's word for it).
+func (p *Processor) tokenGas(ctx context.Context, c *chain, token Token, call ethereum.CallMsg) uint64 {
+	g, err := c.b.EstimateGas(ctx, call)
+	if err != nil {
+		p.log.Warn("evm token transfer gas not estimated: sending with the token's gas limit", "network", c.Name, "token", token.Ticker, "gas", token.GasLimit, "err", err)
+		return token.GasLimit
+	}
+	return g + g/4
+}
+
 var errAlreadyStored = errors.New("evm: transfer already stored")
 
 func insertTx(ctx context.Context, db bun.IDB, key string, attempt int, tx *types.Transaction, now time.Time) error {
@@ -361,8 +395,8 @@ func insertTx(ctx context.Context, db bun.IDB, key string, attempt int, tx *type
 }
 
 func (p *Processor) at(point string) {
-	if p.hook != nil {
-		p.hook(point)
+	if p.cfg.Checkpoint != nil {
+		p.cfg.Checkpoint(point)
 	}
 }
 
