@@ -240,5 +240,4 @@ func count(t testing.TB, db *bun.DB, table, where string, args ...any) int {
 
 func isNotDue(err error) bool { return errors.Is(err, payoutkit.ErrNotDue) }
 
-
 func asNotDue(err error, target **payoutkit.NotDueError) bool { return errors.As(err, target) }
