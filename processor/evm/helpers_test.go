@@ -2,8 +2,13 @@ package evm
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
 	"crypto/ecdsa"
-	_ "embed"
 	"encoding/hex"
 	"errors"
 	"math/big"
@@ -23,12 +28,11 @@ import (
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/storage/postgres"
 	"github.com/payoutkit/payoutkit/storage/sqlite"
+	"github.com/payoutkit/payoutkit/processor/evm/evmtest"
 )
 
-//go:generate ./testdata/compile.sh
 
-//go:embed testdata/TestToken.bin
-var tokenBin string
+
 
 // testKey is a fresh hot wallet key, its LocalKey and address.
 func testKey(t testing.TB) (*ecdsa.PrivateKey, *LocalKey) {
@@ -48,7 +52,7 @@ func testKey(t testing.TB) (*ecdsa.PrivateKey, *LocalKey) {
 // arguments (decimals, supply).
 func deployData(t testing.TB, decimals uint8, supply *big.Int) []byte {
 	t.Helper()
-	code, err := hex.DecodeString(strings.TrimSpace(tokenBin))
+	code, err := hex.DecodeString(strings.TrimSpace(evmtest.TokenBin))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,8 +98,9 @@ func sendRaw(t testing.TB, ctx context.Context, b Backend, key *ecdsa.PrivateKey
 // the same database as a *bun.DB for the processor.
 type testEngine struct {
 	*payoutkit.Engine
-	ws string
-	db *bun.DB
+	ws    string
+	db    *bun.DB
+	store payoutkit.Store
 }
 
 // newSQLiteEngine makes the engine's SQLite database in a temporary
@@ -179,7 +184,7 @@ func fundedEngine(t testing.TB, store payoutkit.Store, db *bun.DB, coins []payou
 	if _, err := eng.MarkOrderPaid(ctx, ws, "top-up"); err != nil {
 		t.Fatal(err)
 	}
-	return &testEngine{Engine: eng, ws: ws, db: db}
+	return &testEngine{Engine: eng, ws: ws, db: db, store: store}
 }
 
 // payout creates a payout and returns its Submission as the hand-off loop
@@ -241,3 +246,61 @@ func count(t testing.TB, db *bun.DB, table, where string, args ...any) int {
 func isNotDue(err error) bool { return errors.Is(err, payoutkit.ErrNotDue) }
 
 func asNotDue(err error, target **payoutkit.NotDueError) bool { return errors.As(err, target) }
+
+// webhooks collects the event types delivered to the workspace's webhook
+// URL, by payout id.
+type webhooks struct {
+	mu     sync.Mutex
+	events map[string][]string
+}
+
+func (w *webhooks) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	var ev struct {
+		Type string `json:"type"`
+		Data struct {
+			PayoutID string `json:"payout_id"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&ev); err == nil {
+		w.mu.Lock()
+		w.events[ev.Data.PayoutID] = append(w.events[ev.Data.PayoutID], ev.Type)
+		w.mu.Unlock()
+	}
+	io.WriteString(rw, "success")
+}
+
+func (w *webhooks) has(payoutID, typ string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Contains(w.events[payoutID], typ)
+}
+
+// run starts an engine over e's store with proc as its processor, both
+// loops running (hand-off, webhook delivery, the watcher), and webhooks
+// delivered to the returned collector; all stop at the test's end.
+func (e *testEngine) run(t testing.TB, proc *Processor) *webhooks {
+	t.Helper()
+	ctx := context.Background()
+	hooks := &webhooks{events: map[string][]string{}}
+	srv := httptest.NewServer(hooks)
+	t.Cleanup(srv.Close)
+	if _, err := e.SetWebhookURL(ctx, e.ws, srv.URL); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := payoutkit.New(e.store, &payoutkit.Config{Logger: quiet, Processor: proc,
+		Delivery: payoutkit.DeliveryConfig{Notifier: &payoutkit.HTTPNotifier{AllowPrivate: true}, Lease: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Start(ctx, eng); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		proc.Stop(ctx)
+		eng.Stop(ctx)
+	})
+	return hooks
+}

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Compiles TestToken.sol into TestToken.bin and TestToken.abi with solcjs
 # (npm i -g solc@0.8.37) or Debian's solc. Run from this directory:
-#	go generate ./processor/evm/   (or ./compile.sh here)
+#	go generate ./processor/evm/evmtest/   (or ./compile.sh here)
 set -eu
 cd "$(dirname "$0")"
 tmp=$(mktemp -d)
