@@ -2,20 +2,20 @@ package evm
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"slices"
-	"sync"
 	"crypto/ecdsa"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"io"
 	"math/big"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,13 +26,10 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/processor/evm/evmtest"
 	"github.com/payoutkit/payoutkit/storage/postgres"
 	"github.com/payoutkit/payoutkit/storage/sqlite"
-	"github.com/payoutkit/payoutkit/processor/evm/evmtest"
 )
-
-
-
 
 // testKey is a fresh hot wallet key, its LocalKey and address.
 func testKey(t testing.TB) (*ecdsa.PrivateKey, *LocalKey) {
