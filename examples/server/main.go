@@ -4,7 +4,8 @@
 // staff logins.
 //
 //	server [serve] [-addr :8080] [-db ./payoutkit.db] [-sandbox=true]
-//	       [-sandbox-settle-after 0] [-rate-limit 0] [-trusted-proxies <CIDR,...>]
+//	       [-sandbox-settle-after 0] [-processor sandbox|evm] [-evm-config FILE]
+//	       [-rate-limit 0] [-trusted-proxies <CIDR,...>]
 //	       [-portal=true] [-log-format json]
 //	server workspace create -db <db> -name <name> [-webhook-url <url>] [-staff-email <email>]
 //	server keys create -db <db> -workspace <id> [-scopes orders:write,payouts:write|read]
@@ -97,7 +98,7 @@ func (e usageError) Error() string { return e.msg }
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
 const usage = `usage:
-  server [serve] [-addr :8080] [-db ./payoutkit.db] [-sandbox=true] [-sandbox-settle-after 0] [-rate-limit 0] [-trusted-proxies <CIDR,...>] [-portal=true] [-log-format json]
+  server [serve] [-addr :8080] [-db ./payoutkit.db] [-sandbox=true] [-sandbox-settle-after 0] [-processor sandbox|evm] [-evm-config FILE] [-rate-limit 0] [-trusted-proxies <CIDR,...>] [-portal=true] [-log-format json]
   server workspace create -db <db> -name <name> [-webhook-url <url>] [-staff-email <email>]
   server keys create -db <db> -workspace <id> [-scopes orders:write,payouts:write|read] [-allow-ips <address or CIDR,...>]
   server keys reset|list -db <db> -workspace <id>
