@@ -224,3 +224,31 @@ func TestEVMPayoutSurvivesSIGKILL(t *testing.T) {
 		})
 	}
 }
+
+// -processor and -evm-config are checked before anything is made.
+func TestProcessorFlags(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "payoutkit.db")
+	bad := filepath.Join(dir, "evm.json")
+	if err := os.WriteFile(bad, []byte(`{"key_env": "PAYOUTKIT_TEST_NO_SUCH_KEY", "networks": [{"network": "ETH", "rpc_url": "http://127.0.0.1:1", "chain_id": 1}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-processor", "paypal"}, "-processor must be sandbox or evm"},
+		{[]string{"-processor", "evm"}, "-processor evm needs -evm-config"},
+		{[]string{"-evm-config", bad}, "-evm-config needs -processor evm"},
+		{[]string{"-processor", "evm", "-evm-config", filepath.Join(dir, "missing.json")}, "-evm-config"},
+		{[]string{"-processor", "evm", "-evm-config", bad}, "PAYOUTKIT_TEST_NO_SUCH_KEY holds no key"},
+	} {
+		_, err := command(t, append([]string{"serve", "-addr", "127.0.0.1:0", "-db", db}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error naming %q", c.args, err, c.want)
+		}
+	}
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Fatalf("a refused start made the database: %v", err)
+	}
+}
