@@ -2,7 +2,9 @@ package evm
 
 import (
 	"context"
+	"fmt"
 	"math/big"
+	"slices"
 	"testing"
 	"time"
 
@@ -168,5 +170,64 @@ func TestGethStuckTransactionIsReplacedAndCompletesOnce(t *testing.T) {
 	}
 	if g.proc.Stats().Replaced < 1 {
 		t.Fatal("no replacement counted")
+	}
+}
+
+// Two instances (each an engine with its processor, its own connections)
+// on one PostgreSQL database and one hot wallet pay 200 payouts: 200
+// transfers, 200 distinct nonces.
+func TestGethTwoInstancesOneWallet(t *testing.T) {
+	dsn := postgresSchema(t)
+	node := evmtest.Start(t)
+	_, hot := testKey(t)
+	node.Fund(t, hot.Address(), evmtest.Ether(10))
+	token := node.DeployToken(t, 6, big.NewInt(1_000_000_000_000))
+	node.TransferToken(t, token, hot.Address(), big.NewInt(100_000_000_000))
+	cfg := Config{
+		Networks: []Network{{Name: "ETH", RPCURL: node.URL, ChainID: evmtest.ChainID, Confirmations: 1,
+			Tokens: []Token{{Ticker: "USDT", Contract: token, Decimals: 6}}}},
+		Signer: hot, PollInterval: 200 * time.Millisecond, Logger: quiet,
+	}
+	var first *testEngine
+	for i := range 2 {
+		store, db := openPostgres(t, dsn)
+		e := &testEngine{db: db, store: store}
+		if i == 0 {
+			e = fundedEngine(t, store, db, nil)
+			first = e
+		} else {
+			e.Engine, e.ws = first.Engine, first.ws
+		}
+		proc, err := New(context.Background(), db, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.run(t, proc)
+	}
+	bob := recipient(t)
+	const n = 200
+	for i := range n {
+		first.payout(t, fmt.Sprintf("p%03d", i), "1.00", "USDT", "ETH", bob)
+	}
+	evmtest.Wait(t, 5*time.Minute, "200 payouts completed", func() bool {
+		l, err := first.ListPayouts(context.Background(), first.ws, payoutkit.ListPayoutsRequest{Status: payoutkit.PayoutCompleted, Limit: 500})
+		return err == nil && len(l.Items) == n
+	})
+	if got := node.Transfers(t, token, bob); got != n {
+		t.Fatalf("%d transfers to the recipient, want %d", got, n)
+	}
+	if got := node.TokenBalance(t, token, bob); got.Cmp(big.NewInt(n*1_000_000)) != 0 {
+		t.Fatalf("recipient holds %s, want %d", got, n*1_000_000)
+	}
+	var nonces []int64
+	if err := first.db.NewSelect().Table("payoutkit_evm_transfers").Column("nonce").Scan(context.Background(), &nonces); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(nonces)
+	if len(slices.Compact(nonces)) != n {
+		t.Fatalf("%d distinct nonces, want %d", len(slices.Compact(nonces)), n)
+	}
+	if c, err := node.Client.NonceAt(context.Background(), hot.Address(), nil); err != nil || c != n {
+		t.Fatalf("the wallet's nonce is %d (%v), want %d: one transaction per payout", c, err, n)
 	}
 }

@@ -122,8 +122,20 @@ func newSQLiteEngine(t testing.TB, coins []payoutkit.Coin) *testEngine {
 // skip without PAYOUTKIT_TEST_POSTGRES.
 func newPostgresEngine(t testing.TB, coins []payoutkit.Coin) *testEngine {
 	t.Helper()
+	dsn := postgresSchema(t)
+	store, db := openPostgres(t, dsn)
+	return fundedEngine(t, store, db, coins)
+}
+
+// postgresSchema makes a schema of the test's own in the database of
+// PAYOUTKIT_TEST_POSTGRES (a skip without it) and returns a DSN using it.
+func postgresSchema(t testing.TB) string {
+	t.Helper()
 	dsn := os.Getenv("PAYOUTKIT_TEST_POSTGRES")
 	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("PAYOUTKIT_TEST_POSTGRES is not set")
+		}
 		t.Skip("PAYOUTKIT_TEST_POSTGRES is not set")
 	}
 	ctx := context.Background()
@@ -150,17 +162,24 @@ func newPostgresEngine(t testing.TB, coins []payoutkit.Coin) *testEngine {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	store, err := postgres.Open(ctx, u.String(), postgres.WithLogger(quiet))
+	return u.String()
+}
+
+// openPostgres opens a store and the processor's *bun.DB on dsn, closed at
+// the test's end.
+func openPostgres(t testing.TB, dsn string) (payoutkit.Store, *bun.DB) {
+	t.Helper()
+	store, err := postgres.Open(context.Background(), dsn, postgres.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	db, err := OpenDSN(u.String())
+	db, err := OpenDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return fundedEngine(t, store, db, coins)
+	return store, db
 }
 
 func fundedEngine(t testing.TB, store payoutkit.Store, db *bun.DB, coins []payoutkit.Coin) *testEngine {
