@@ -304,7 +304,7 @@ func (e *testEngine) run(t testing.TB, proc *Processor) *webhooks {
 		t.Fatal(err)
 	}
 	eng, err := payoutkit.New(e.store, &payoutkit.Config{Logger: quiet, Processor: proc,
-		Delivery: payoutkit.DeliveryConfig{Notifier: &payoutkit.HTTPNotifier{AllowPrivate: true}, Lease: 2 * time.Second}})
+		Delivery: payoutkit.DeliveryConfig{Notifier: &payoutkit.HTTPNotifier{AllowPrivate: true, Timeout: time.Second}, Lease: 2 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
