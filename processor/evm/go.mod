@@ -3,6 +3,18 @@ module github.com/payoutkit/payoutkit/processor/evm
 go 1.26.0
 
 require (
+	github.com/ethereum/go-ethereum v1.17.10
+	github.com/google/go-cmp v0.7.0
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/payoutkit/payoutkit v0.0.0
+	github.com/shopspring/decimal v1.6.0
+	github.com/uptrace/bun v1.3.0
+	github.com/uptrace/bun/dialect/pgdialect v1.3.0
+	github.com/uptrace/bun/dialect/sqlitedialect v1.3.0
+	modernc.org/sqlite v1.61.1
+)
+
+require (
 	github.com/DataDog/zstd v1.5.7 // indirect
 	github.com/Microsoft/go-winio v0.6.2 // indirect
 	github.com/ProjectZKM/Ziren/crates/go-runtime/zkvm_runtime v0.0.0-20251001021608-1fe7b43fc4d6 // indirect
@@ -112,18 +124,6 @@ require (
 	modernc.org/libc v1.79.0 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
-)
-
-require (
-	github.com/ethereum/go-ethereum v1.17.10
-	github.com/google/go-cmp v0.7.0
-	github.com/jackc/pgx/v5 v5.12.0
-	github.com/payoutkit/payoutkit v0.0.0
-	github.com/shopspring/decimal v1.6.0
-	github.com/uptrace/bun v1.3.0
-	github.com/uptrace/bun/dialect/pgdialect v1.3.0
-	github.com/uptrace/bun/dialect/sqlitedialect v1.3.0
-	modernc.org/sqlite v1.61.1
 )
 
 replace github.com/payoutkit/payoutkit => ../../
