@@ -17,20 +17,13 @@ const (
 	processorEVM     = "evm"
 )
 
-// loadEVMConfig reads -evm-config and the hot wallet's key it names,
-// before serve creates anything.
+// loadEVMConfig reads -evm-config and the hot wallet's key it names
+// (a relative key_file is beside the configuration file), before serve
+// creates anything.
 func loadEVMConfig(path string) (evm.Config, error) {
-	b, err := os.ReadFile(path)
+	c, err := evm.ReadConfigFile(path)
 	if err != nil {
 		return evm.Config{}, fmt.Errorf("-evm-config: %w", err)
-	}
-	fc, err := evm.ParseConfig(b)
-	if err != nil {
-		return evm.Config{}, fmt.Errorf("-evm-config %s: %w", path, err)
-	}
-	c, err := fc.Config()
-	if err != nil {
-		return evm.Config{}, fmt.Errorf("-evm-config %s: %w", path, err)
 	}
 	return c, nil
 }

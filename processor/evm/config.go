@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -63,6 +65,24 @@ type FileToken struct {
 	Contract string `json:"contract"`
 	Decimals int    `json:"decimals"`
 	GasLimit uint64 `json:"gas_limit,omitempty"`
+}
+
+// ReadConfigFile reads and parses the configuration file at path
+// (ParseConfig) and loads the key it names (FileConfig.Config); a relative
+// key_file is relative to the configuration file's directory.
+func ReadConfigFile(path string) (Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("evm config: %w", err)
+	}
+	fc, err := ParseConfig(b)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if fc.KeyFile != "" && !filepath.IsAbs(fc.KeyFile) {
+		fc.KeyFile = filepath.Join(filepath.Dir(path), fc.KeyFile)
+	}
+	return fc.Config()
 }
 
 // ParseConfig reads a configuration file's JSON and checks it: unknown

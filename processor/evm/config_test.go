@@ -122,3 +122,24 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+func TestReadConfigFileFindsTheKeyBesideIt(t *testing.T) {
+	dir := t.TempDir()
+	key := "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
+	if err := os.WriteFile(filepath.Join(dir, "hot.key"), []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Replace(sampleConfig, `"key_env": "PAYOUTKIT_EVM_KEY"`, `"key_file": "hot.key"`, 1)
+	if err := os.WriteFile(filepath.Join(dir, "evm.json"), []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir()) // elsewhere: the key is found beside the file all the same
+	c, err := ReadConfigFile(filepath.Join(dir, "evm.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := NewLocalKey(key)
+	if c.Signer.Address() != want.Address() {
+		t.Fatalf("signer %v", c.Signer)
+	}
+}

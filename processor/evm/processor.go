@@ -571,8 +571,8 @@ func benignSendError(err error) bool {
 	return false
 }
 
-// nativeFee converts wei into the payout's asset at places: the native coin
-// directly, a token through Rates; unset when a price is missing.
+// networkFee converts wei into the payout's asset at its places: the native
+// coin directly, a token through Rates; unset when a price is missing.
 func (p *Processor) networkFee(ctx context.Context, c *chain, t transferRow, wei *big.Int) decimal.NullDecimal {
 	fee := decimal.NewFromBigInt(wei, -18)
 	if t.Contract != "" {
