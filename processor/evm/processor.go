@@ -202,6 +202,8 @@ func New(ctx context.Context, db *bun.DB, cfg Config) (*Processor, error) {
 			return nil, err
 		}
 		p.networks[name] = c
+		p.log.Info("evm network ready", "network", c.Name, "chain_id", c.ChainID, "hot_wallet", p.sender(),
+			"confirmations", c.Confirmations, "tokens", len(c.tokens))
 	}
 	return p, nil
 }
