@@ -8,9 +8,11 @@ import (
 
 // What an embedding program may not inherit from the library: the browser
 // tests' driver, the OpenAPI validator of httpserver's tests, the server's
-// metrics and, on SQLite, the PostgreSQL driver.
+// metrics, the EVM processor's go-ethereum and, on SQLite, the PostgreSQL
+// driver.
 var unwantedDeps = []string{
 	"github.com/chromedp/",
+	"github.com/ethereum/go-ethereum",
 	"github.com/getkin/kin-openapi",
 	"github.com/prometheus/",
 	"github.com/jackc/pgx",
@@ -45,8 +47,10 @@ func TestEmbeddingPullsNoExtraDependencies(t *testing.T) {
 }
 
 // The library's own module requires none of the examples' dependencies
-// (the browser driver, the metrics client), so that they stay out of an
-// embedding program's module graph.
+// (the browser driver, the metrics client) nor processor/evm's
+// (go-ethereum), so that they stay out of an embedding program's module
+// graph: a program that does not import processor/evm never downloads
+// go-ethereum.
 func TestLibraryModuleLeavesExamplesDependenciesOut(t *testing.T) {
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
@@ -59,7 +63,7 @@ func TestLibraryModuleLeavesExamplesDependenciesOut(t *testing.T) {
 		t.Fatalf("go list -m all: %v\n%s", err, out)
 	}
 	for mod := range strings.Lines(string(out)) {
-		for _, bad := range []string{"github.com/chromedp/", "github.com/prometheus/"} {
+		for _, bad := range []string{"github.com/chromedp/", "github.com/prometheus/", "github.com/ethereum/go-ethereum"} {
 			if strings.HasPrefix(mod, bad) {
 				t.Errorf("the library's module graph holds %s", strings.TrimSpace(mod))
 			}

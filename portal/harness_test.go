@@ -35,13 +35,20 @@ func newHarness(t *testing.T) *harness {
 
 // newHarnessOn serves a portal over store, which it does not close.
 func newHarnessOn(t *testing.T, store payoutkit.Store) *harness {
+	return newHarnessWith(t, store, portal.Options{})
+}
+
+// newHarnessWith is newHarnessOn with the portal's options (its Logger
+// discards).
+func newHarnessWith(t *testing.T, store payoutkit.Store, opts portal.Options) *harness {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	engine, err := payoutkit.New(store, &payoutkit.Config{PasswordCost: bcrypt.MinCost, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(portal.New(engine, portal.Options{Logger: log}))
+	opts.Logger = log
+	srv := httptest.NewServer(portal.New(engine, opts))
 	t.Cleanup(srv.Close)
 	return &harness{t: t, ctx: t.Context(), store: store, engine: engine, srv: srv}
 }

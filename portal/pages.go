@@ -243,8 +243,7 @@ type withdrawalView struct {
 	Payout payoutkit.Payout
 	Events []payoutkit.EventLog
 	// ExplorerURL, when set, links the payout's transaction in a block
-	// explorer beside its txid. Nothing sets it yet: the page keeps the
-	// place for it.
+	// explorer beside its txid (Options.ExplorerURL).
 	ExplorerURL string
 	// Decision is who approved or rejected a held payout, and when.
 	Decision *payoutkit.SecurityLogEntry
@@ -269,7 +268,7 @@ func (h *Handler) withdrawal(w http.ResponseWriter, r *request) {
 		h.engineError(w, r.Request, err)
 		return
 	}
-	v := withdrawalView{Payout: p, Events: events}
+	v := withdrawalView{Payout: p, Events: events, ExplorerURL: h.explorerURL(p)}
 	if p.Approval == payoutkit.ApprovalApproved || p.Approval == payoutkit.ApprovalRejected {
 		d, err := h.svc.PayoutDecision(r.Context(), ws, id)
 		if err == nil {
@@ -286,6 +285,15 @@ func (h *Handler) withdrawal(w http.ResponseWriter, r *request) {
 	h.renderPage(w, r, http.StatusOK, "withdrawal", page{
 		Title: "Withdrawal " + p.PayoutID, Section: "withdrawals", Notice: notice, Data: v,
 	})
+}
+
+// explorerURL is the explorer page of p's transaction, when the portal
+// knows one.
+func (h *Handler) explorerURL(p payoutkit.Payout) string {
+	if h.explorer == nil || p.TxID == "" {
+		return ""
+	}
+	return h.explorer(p.Network, p.TxID)
 }
 
 type customersView struct {

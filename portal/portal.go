@@ -103,6 +103,10 @@ type Options struct {
 	// host of r.RemoteAddr; behind a reverse proxy, return the address the
 	// proxy reports (as httpserver.ClientAddr does over trusted proxies).
 	ClientAddress func(r *http.Request) string
+	// ExplorerURL, when set, gives a settled payout's block explorer page
+	// ("" for none), linked beside its txid on the withdrawal page. The
+	// EVM processor's configuration makes one. Defaults to no links.
+	ExplorerURL func(network, txid string) string
 }
 
 // Handler serves the portal's pages. It is safe for concurrent use.
@@ -113,6 +117,8 @@ type Handler struct {
 	client func(r *http.Request) string
 	pages  *pages
 	root   http.Handler
+	// explorer is Options.ExplorerURL.
+	explorer func(network, txid string) string
 }
 
 //go:embed assets
@@ -129,7 +135,7 @@ func New(svc Service, opts Options) *Handler {
 	if opts.ClientAddress == nil {
 		opts.ClientAddress = remoteHost
 	}
-	h := &Handler{svc: svc, log: opts.Logger, maxAge: opts.SessionMaxAge, client: opts.ClientAddress, pages: parsePages()}
+	h := &Handler{svc: svc, log: opts.Logger, maxAge: opts.SessionMaxAge, client: opts.ClientAddress, pages: parsePages(), explorer: opts.ExplorerURL}
 	admin, developer := payoutkit.RoleAdmin, payoutkit.RoleDeveloper
 
 	mux := http.NewServeMux()

@@ -21,6 +21,7 @@ import (
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/httpserver"
 	"github.com/payoutkit/payoutkit/portal"
+	"github.com/payoutkit/payoutkit/processor/evm"
 )
 
 // shutdownTimeout bounds how long serve waits for in-flight requests after
@@ -42,6 +43,8 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 	dsn := dbFlag(fs)
 	sandbox := fs.Bool("sandbox", true, "serve the /v1/sandbox endpoints, move no real money, and deliver webhooks to private addresses")
 	settleAfter := fs.Duration("sandbox-settle-after", 0, "complete sandbox payouts by themselves after this `duration` (0: only by hand)")
+	processor := fs.String("processor", processorSandbox, "the payout `rail`: sandbox (moves no money; with -sandbox, payouts settle by hand or after -sandbox-settle-after) or evm (pays out on EVM networks as -evm-config says)")
+	evmConfigFile := fs.String("evm-config", "", "JSON `file` of -processor evm: the networks, their RPC URLs and tokens, the hot wallet's key file (see docs/EVM.md)")
 	rateLimit := fs.Float64("rate-limit", 0, "requests per second allowed per workspace, whichever of its API keys they use (0: no limit)")
 	trustedProxies := fs.String("trusted-proxies", "", "comma-separated `CIDR` ranges (or addresses) of reverse proxies whose X-Forwarded-For names the client, for API keys' address allowlists and the failed-authentication limit (default: none; X-Forwarded-For is ignored)")
 	authFailures := fs.Int("auth-failure-limit", httpserver.DefaultAuthFailureLimit, "failed authentications allowed per minute per client address before it is answered 42900 without a key lookup (0: no limit)")
@@ -73,6 +76,14 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 			return usagef("-delivery-lease must be at least 2s")
 		case *withPprof && *metricsAddr == "":
 			return usagef("-pprof needs -metrics-addr")
+		case *processor != processorSandbox && *processor != processorEVM:
+			return usagef("-processor must be sandbox or evm")
+		case *processor == processorEVM && *evmConfigFile == "":
+			return usagef("-processor evm needs -evm-config")
+		case *processor != processorEVM && *evmConfigFile != "":
+			return usagef("-evm-config needs -processor evm")
+		case *processor == processorEVM && *settleAfter > 0:
+			return usagef("-sandbox-settle-after needs -processor sandbox")
 		}
 
 		proxies, err := parseTrustedProxies(*trustedProxies)
@@ -82,6 +93,12 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 		coins, err := loadCoins(*coinsFile)
 		if err != nil {
 			return err
+		}
+		var evmConfig evm.Config
+		if *processor == processorEVM {
+			if evmConfig, err = loadEVMConfig(*evmConfigFile); err != nil {
+				return err
+			}
 		}
 
 		// The port is bound before anything is made: a start that cannot serve
@@ -132,7 +149,16 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 				ObserveAttempt: m.observeAttempt(),
 			}}
 		cfg.Coins = coins // nil: the default list
-		if *sandbox {
+		var rail *evm.Processor
+		switch {
+		case *processor == processorEVM:
+			var closeEVM func()
+			if rail, closeEVM, err = openEVM(ctx, *dsn, evmConfig, log, m); err != nil {
+				return fmt.Errorf("-processor evm: %w", err)
+			}
+			defer closeEVM()
+			cfg.Processor = rail
+		case *sandbox:
 			// Payouts reach it through the engine's hand-off loop (Start below).
 			cfg.Processor = &payoutkit.SandboxProcessor{SettleAfter: *settleAfter}
 		}
@@ -151,12 +177,17 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 		})
 		var site http.Handler // nil: no portal, the API answers 40400
 		if *withPortal {
-			site = portal.New(engine, portal.Options{Logger: log, ClientAddress: func(r *http.Request) string {
+			po := portal.Options{Logger: log, ClientAddress: func(r *http.Request) string {
+				// The security log records the client address /v1 judges keys by.
 				if a := httpserver.ClientAddr(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), proxies); a.IsValid() {
 					return a.String()
 				}
 				return ""
-			}})
+			}}
+			if rail != nil {
+				po.ExplorerURL = rail.ExplorerURL
+			}
+			site = portal.New(engine, po)
 		}
 		handler = mount(handler, site, health(store))
 		srv := &http.Server{
@@ -174,10 +205,17 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		defer engine.Stop(context.WithoutCancel(ctx))
+		if rail != nil {
+			// The watcher settles payouts from their receipts through the engine.
+			if err := rail.Start(context.WithoutCancel(ctx), engine); err != nil {
+				return err
+			}
+			defer rail.Stop(context.WithoutCancel(ctx))
+		}
 
 		served := make(chan error, 1)
 		go func() { served <- srv.Serve(ln) }()
-		log.Info("serving", "addr", ln.Addr().String(), "sandbox", *sandbox, "portal", *withPortal,
+		log.Info("serving", "addr", ln.Addr().String(), "sandbox", *sandbox, "processor", *processor, "portal", *withPortal,
 			"sandbox_settle_after", settleAfter.String(), "rate_limit", *rateLimit, "auth_failure_limit", *authFailures, "db", describeDSN(*dsn),
 			"webhook_secrets_sealed_with", keys.ring.CurrentKeyID())
 		if listening != nil {

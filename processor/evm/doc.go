@@ -1,0 +1,2 @@
+// Package evm is a payoutkit.Processor that pays out on EVM networks.
+package evm
