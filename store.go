@@ -106,12 +106,13 @@ type PayoutStore interface {
 	// same instant. Page.Next is the store's own position; an unreadable
 	// cursor is ErrInvalidInput.
 	Payouts(ctx context.Context, workspaceID string, f PayoutFilter, page PageRequest) (Page[Payout], error)
-	// PayoutsPerDay counts the workspace's payouts created at or after
-	// from and before to, per UTC day of their creation and by status
-	// (submitted ones in InProgress), in one aggregate read over the
-	// payouts' creation-time index. It returns the days that have payouts,
-	// oldest first, each Day at midnight UTC. An unknown workspace is
-	// ErrNotFound.
+	// PayoutsPerDay counts the workspace's payouts per UTC day of their
+	// creation and by status (submitted ones in InProgress), for the whole
+	// days that [from, to) touches: from's day through the day of to's
+	// last microsecond. The stores keep these counts per day (PayoutDay),
+	// in the transaction of every create and settlement, and read at most
+	// one row a day. It returns the days that have payouts, oldest first,
+	// each Day at midnight UTC. An unknown workspace is ErrNotFound.
 	PayoutsPerDay(ctx context.Context, workspaceID string, from, to time.Time) ([]DayCount, error)
 	// ClaimPayoutHandoffs leases up to limit submitted payouts that have not
 	// been handed to the processor, are not held for approval

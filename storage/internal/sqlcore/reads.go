@@ -241,37 +241,32 @@ func (o *Ops) OutboxHealth(ctx context.Context) (payoutkit.OutboxHealth, error) 
 	return h, nil
 }
 
-// PayoutsPerDay implements payoutkit.PayoutStore with the store's
-// OpsConfig.PerDaySQL.
+// perDaySQL reads the workspace's day counters (migration
+// 0012_payout_days) of the days [$2, $3): a range of their primary key.
+const perDaySQL = `SELECT day, submitted, completed, failed FROM payout_days
+	WHERE workspace_id = $1 AND day >= $2 AND day < $3 ORDER BY day`
+
+// PayoutsPerDay implements payoutkit.PayoutStore: it reads the day
+// counters that every create and settlement keeps (AddPayoutDaySQL,
+// SettlePayoutDaySQL), one row a day.
 func (o *Ops) PayoutsPerDay(ctx context.Context, workspaceID string, from, to time.Time) ([]payoutkit.DayCount, error) {
-	rows, err := o.w.Reader().QueryContext(ctx, o.c.PerDaySQL, workspaceID, o.c.TS(from), o.c.TS(to))
+	first, end := payoutkit.PayoutDayRange(from, to)
+	rows, err := o.w.Reader().QueryContext(ctx, perDaySQL, workspaceID, first, end)
 	if err != nil {
 		return nil, o.c.Translate(ctx, "payouts per day", err)
 	}
 	defer rows.Close()
 	var out []payoutkit.DayCount
 	for rows.Next() {
-		var day, n int64
-		var status string
-		if err := rows.Scan(&day, &status, &n); err != nil {
+		var day, sub, done, failed int64
+		if err := rows.Scan(&day, &sub, &done, &failed); err != nil {
 			return nil, o.c.Translate(ctx, "payouts per day", err)
 		}
-		if n == 0 {
+		if sub+done+failed == 0 {
 			continue
 		}
-		at := time.Unix(day*86400, 0).UTC()
-		if len(out) == 0 || !out[len(out)-1].Day.Equal(at) {
-			out = append(out, payoutkit.DayCount{Day: at})
-		}
-		d := &out[len(out)-1]
-		switch payoutkit.PayoutStatus(status) {
-		case payoutkit.PayoutCompleted:
-			d.Completed += int(n)
-		case payoutkit.PayoutFailed:
-			d.Failed += int(n)
-		default:
-			d.InProgress += int(n)
-		}
+		out = append(out, payoutkit.DayCount{Day: time.Unix(day*86400, 0).UTC(),
+			Completed: int(done), Failed: int(failed), InProgress: int(sub)})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, o.c.Translate(ctx, "payouts per day", err)
@@ -283,3 +278,16 @@ func (o *Ops) PayoutsPerDay(ctx context.Context, workspaceID string, from, to ti
 	}
 	return out, nil
 }
+
+// AddPayoutDaySQL adds a created payout to its day's counters: $1 the
+// workspace, $2 the day (payoutkit.PayoutDay of its created_at).
+const AddPayoutDaySQL = `INSERT INTO payout_days (workspace_id, day, submitted) VALUES ($1, $2, 1)
+	ON CONFLICT (workspace_id, day) DO UPDATE SET submitted = payout_days.submitted + 1`
+
+// SettlePayoutDaySQL moves a settled payout from submitted to completed
+// ($3 'completed') or failed on its day's counters: $1 the workspace,
+// $2 the day of its creation.
+const SettlePayoutDaySQL = `UPDATE payout_days SET submitted = submitted - 1,
+	completed = completed + CASE WHEN $3 = 'completed' THEN 1 ELSE 0 END,
+	failed = failed + CASE WHEN $3 = 'completed' THEN 0 ELSE 1 END
+	WHERE workspace_id = $1 AND day = $2`
