@@ -682,9 +682,18 @@ func (s *Store) Audit(_ context.Context, workspaceID string) (payoutkit.Audit, e
 		switch p.Status {
 		case payoutkit.PayoutSubmitted:
 			a.SubmittedPayouts += p.Amount
+			a.PayoutCounts[0]++
 		case payoutkit.PayoutCompleted:
 			a.CompletedPayouts += p.Amount
+			a.PayoutCounts[1]++
+		case payoutkit.PayoutFailed:
+			a.PayoutCounts[2]++
 		}
+	}
+	for _, d := range w.days {
+		a.DayCounters[0] += int64(d.InProgress)
+		a.DayCounters[1] += int64(d.Completed)
+		a.DayCounters[2] += int64(d.Failed)
 	}
 	return a, nil
 }

@@ -211,5 +211,19 @@ func testPayoutDayCounters(t *testing.T, open Open) {
 	if diff := cmp.Diff(wantList, got); diff != "" {
 		t.Fatalf("day counters against a count over the payouts (-want +got):\n%s", diff)
 	}
-	e.audit(ws)
+	// The audit checks the counters too: their sums against the payouts'
+	// counts by state.
+	a := e.audit(ws)
+	var n [3]int64
+	for _, d := range wantList {
+		n[0], n[1], n[2] = n[0]+int64(d.InProgress), n[1]+int64(d.Completed), n[2]+int64(d.Failed)
+	}
+	if a.PayoutCounts != n || a.DayCounters != n {
+		t.Fatalf("audit counts payouts %v and day counters %v; want %v", a.PayoutCounts, a.DayCounters, n)
+	}
+	a.DayCounters[2]++
+	var ae *payoutkit.AuditError
+	if err := a.Check(); !errors.As(err, &ae) {
+		t.Fatalf("Check with a day counter off by one = %v; want an AuditError", err)
+	}
 }

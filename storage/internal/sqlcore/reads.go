@@ -17,7 +17,8 @@ const (
 
 // auditSQL sums a workspace's money in one statement, and so one snapshot.
 const auditSQL = `SELECT b.available, b.in_progress, l.total, o.paid, o.payer_paid,
-		ps.submitted, pc.completed, c.paid_in, c.paid_out, c.in_progress
+		ps.submitted, pc.completed, c.paid_in, c.paid_out, c.in_progress,
+		pn.submitted, pn.completed, pn.failed, pd.submitted, pd.completed, pd.failed
 		FROM balances b,
 		(SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) AS total FROM ledger_entries WHERE workspace_id = $1) l,
 		(SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) AS paid,
@@ -27,7 +28,11 @@ const auditSQL = `SELECT b.available, b.in_progress, l.total, o.paid, o.payer_pa
 		(SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) AS completed FROM payouts WHERE workspace_id = $1 AND status = 'completed') pc,
 		(SELECT CAST(COALESCE(SUM(paid_in), 0) AS BIGINT) AS paid_in, CAST(COALESCE(SUM(paid_out), 0) AS BIGINT) AS paid_out,
 			CAST(COALESCE(SUM(in_progress), 0) AS BIGINT) AS in_progress
-			FROM customers WHERE workspace_id = $1) c
+			FROM customers WHERE workspace_id = $1) c,
+		(SELECT COUNT(CASE WHEN status = 'submitted' THEN 1 END) AS submitted, COUNT(CASE WHEN status = 'completed' THEN 1 END) AS completed,
+			COUNT(CASE WHEN status = 'failed' THEN 1 END) AS failed FROM payouts WHERE workspace_id = $1) pn,
+		(SELECT CAST(COALESCE(SUM(submitted), 0) AS BIGINT) AS submitted, CAST(COALESCE(SUM(completed), 0) AS BIGINT) AS completed,
+			CAST(COALESCE(SUM(failed), 0) AS BIGINT) AS failed FROM payout_days WHERE workspace_id = $1) pd
 		WHERE b.workspace_id = $1`
 
 // ReadAudit reads a workspace's audit sums through q, in one statement.
@@ -35,7 +40,8 @@ func ReadAudit(ctx context.Context, q Querier, workspaceID string) (payoutkit.Au
 	var a payoutkit.Audit
 	err := q.QueryRowContext(ctx, auditSQL, workspaceID).
 		Scan(&a.Available, &a.InProgress, &a.LedgerSum, &a.PaidOrders, &a.PayerPaidOrders, &a.SubmittedPayouts, &a.CompletedPayouts,
-			&a.CustomersPaidIn, &a.CustomersPaidOut, &a.CustomersInProgress)
+			&a.CustomersPaidIn, &a.CustomersPaidOut, &a.CustomersInProgress,
+			&a.PayoutCounts[0], &a.PayoutCounts[1], &a.PayoutCounts[2], &a.DayCounters[0], &a.DayCounters[1], &a.DayCounters[2])
 	return a, err
 }
 
