@@ -19,6 +19,24 @@ type DayCount struct {
 // Total is the day's number of payouts.
 func (d DayCount) Total() int { return d.Completed + d.Failed + d.InProgress }
 
+// PayoutDay is the UTC day (since the Unix epoch) that t falls in: the
+// stores count payouts per day of their creation (PayoutsPerDay).
+func PayoutDay(t time.Time) int64 {
+	const day = int64(24 * time.Hour / time.Microsecond)
+	us := t.UnixMicro()
+	d := us / day
+	if us%day < 0 {
+		d--
+	}
+	return d
+}
+
+// PayoutDayRange is the days [first, end) that PayoutsPerDay's [from, to)
+// touches.
+func PayoutDayRange(from, to time.Time) (first, end int64) {
+	return PayoutDay(from), PayoutDay(to.Add(-time.Microsecond)) + 1
+}
+
 // MaxChartDays bounds PayoutsPerDay's days.
 const MaxChartDays = 366
 

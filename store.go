@@ -2,6 +2,7 @@ package payoutkit
 
 import (
 	"context"
+	"strconv"
 	"time"
 )
 
@@ -106,12 +107,13 @@ type PayoutStore interface {
 	// same instant. Page.Next is the store's own position; an unreadable
 	// cursor is ErrInvalidInput.
 	Payouts(ctx context.Context, workspaceID string, f PayoutFilter, page PageRequest) (Page[Payout], error)
-	// PayoutsPerDay counts the workspace's payouts created at or after
-	// from and before to, per UTC day of their creation and by status
-	// (submitted ones in InProgress), in one aggregate read over the
-	// payouts' creation-time index. It returns the days that have payouts,
-	// oldest first, each Day at midnight UTC. An unknown workspace is
-	// ErrNotFound.
+	// PayoutsPerDay counts the workspace's payouts per UTC day of their
+	// creation and by status (submitted ones in InProgress), for the whole
+	// days that [from, to) touches: from's day through the day of to's
+	// last microsecond. The stores keep these counts per day (PayoutDay),
+	// in the transaction of every create and settlement, and read at most
+	// one row a day. It returns the days that have payouts, oldest first,
+	// each Day at midnight UTC. An unknown workspace is ErrNotFound.
 	PayoutsPerDay(ctx context.Context, workspaceID string, from, to time.Time) ([]DayCount, error)
 	// ClaimPayoutHandoffs leases up to limit submitted payouts that have not
 	// been handed to the processor, are not held for approval
@@ -398,12 +400,17 @@ type Audit struct {
 	// CustomersPaidIn, CustomersPaidOut and CustomersInProgress are the sums
 	// of the stored per-customer totals.
 	CustomersPaidIn, CustomersPaidOut, CustomersInProgress Amount
+	// PayoutCounts is how many of the workspace's payouts are submitted,
+	// completed and failed, in that order; DayCounters the same three
+	// counts summed over the per-day counters that PayoutsPerDay reads.
+	PayoutCounts, DayCounters [3]int64
 }
 
 // Check returns an error describing the first broken invariant, or nil: the
 // available balance equals the ledger sum and paid orders minus submitted and
 // completed payouts, in-progress equals submitted payouts, nothing is
-// negative, and the customers' totals add up to the same payouts and orders.
+// negative, the customers' totals add up to the same payouts and orders,
+// and the per-day payout counters add up to the payouts' counts by state.
 func (a Audit) Check() error {
 	switch {
 	case a.Available < 0:
@@ -420,6 +427,8 @@ func (a Audit) Check() error {
 		return auditError("customers' paid_out differs from the sum of completed payouts", a)
 	case a.CustomersPaidIn != a.PayerPaidOrders:
 		return auditError("customers' paid_in differs from the sum of paid orders with a payer_id", a)
+	case a.DayCounters != a.PayoutCounts:
+		return auditError("the per-day payout counters differ from the payouts' counts by state", a)
 	}
 	return nil
 }
@@ -438,5 +447,11 @@ func (e *AuditError) Error() string {
 		", in_progress " + a.InProgress.String() + ", paid orders " + a.PaidOrders.String() +
 		", submitted " + a.SubmittedPayouts.String() + ", completed " + a.CompletedPayouts.String() +
 		", customers paid in " + a.CustomersPaidIn.String() + " of " + a.PayerPaidOrders.String() +
-		", customers paid out " + a.CustomersPaidOut.String() + ", customers in progress " + a.CustomersInProgress.String() + ")"
+		", customers paid out " + a.CustomersPaidOut.String() + ", customers in progress " + a.CustomersInProgress.String() +
+		", payouts submitted/completed/failed " + counts(a.PayoutCounts) + ", day counters " + counts(a.DayCounters) + ")"
+}
+
+// counts writes three counts as "1/2/3".
+func counts(c [3]int64) string {
+	return strconv.FormatInt(c[0], 10) + "/" + strconv.FormatInt(c[1], 10) + "/" + strconv.FormatInt(c[2], 10)
 }

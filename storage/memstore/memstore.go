@@ -45,6 +45,9 @@ type workspace struct {
 	// customerList holds customers in order of their first movement.
 	customerList []*customer
 	controls     controls
+	// days counts the payouts per day of their creation
+	// (payoutkit.PayoutDay) and where they stand now, for PayoutsPerDay.
+	days map[int64]*payoutkit.DayCount
 }
 
 type customer struct {
@@ -360,6 +363,7 @@ func (s *Store) CreatePayout(_ context.Context, p payoutkit.Payout, ev payoutkit
 	w.payouts[p.PayoutID] = row
 	w.payoutList = append(w.payoutList, row)
 	w.created(row)
+	w.day(p.CreatedAt).InProgress++
 	s.customer(w, p.PayerID, p.CreatedAt).InProgress += p.Amount
 	s.addLedger(w, payoutkit.LedgerPayoutDebit, -p.Amount, p.PayoutID, ev)
 	s.addEvent(w, ev)
@@ -393,6 +397,13 @@ func (s *Store) settle(w *workspace, row *payout, p payoutkit.Payout, ev payoutk
 	row.Status, row.TxID, row.FailureReason, row.UpdatedAt = p.Status, p.TxID, p.FailureReason, p.UpdatedAt
 	row.AssetAmount, row.NetworkFee = p.AssetAmount, p.NetworkFee
 	w.balance.InProgress -= row.Amount
+	d := w.day(row.CreatedAt)
+	d.InProgress--
+	if p.Status == payoutkit.PayoutCompleted {
+		d.Completed++
+	} else {
+		d.Failed++
+	}
 	c := s.customer(w, row.PayerID, p.UpdatedAt)
 	c.InProgress -= row.Amount
 	if p.Status == payoutkit.PayoutCompleted {
@@ -671,9 +682,18 @@ func (s *Store) Audit(_ context.Context, workspaceID string) (payoutkit.Audit, e
 		switch p.Status {
 		case payoutkit.PayoutSubmitted:
 			a.SubmittedPayouts += p.Amount
+			a.PayoutCounts[0]++
 		case payoutkit.PayoutCompleted:
 			a.CompletedPayouts += p.Amount
+			a.PayoutCounts[1]++
+		case payoutkit.PayoutFailed:
+			a.PayoutCounts[2]++
 		}
+	}
+	for _, d := range w.days {
+		a.DayCounters[0] += int64(d.InProgress)
+		a.DayCounters[1] += int64(d.Completed)
+		a.DayCounters[2] += int64(d.Failed)
 	}
 	return a, nil
 }
@@ -1158,7 +1178,22 @@ func (s *Store) ClearSignInFailures(_ context.Context, email string) error {
 	return nil
 }
 
-// PayoutsPerDay implements payoutkit.PayoutStore.
+// day returns the counters of the day that t falls in.
+func (w *workspace) day(t time.Time) *payoutkit.DayCount {
+	n := payoutkit.PayoutDay(t)
+	d := w.days[n]
+	if d == nil {
+		if w.days == nil {
+			w.days = map[int64]*payoutkit.DayCount{}
+		}
+		d = &payoutkit.DayCount{Day: time.UnixMicro(n * int64(24*time.Hour/time.Microsecond)).UTC()}
+		w.days[n] = d
+	}
+	return d
+}
+
+// PayoutsPerDay implements payoutkit.PayoutStore: it reads the day
+// counters that CreatePayout and the settlements keep.
 func (s *Store) PayoutsPerDay(_ context.Context, workspaceID string, from, to time.Time) ([]payoutkit.DayCount, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1166,29 +1201,12 @@ func (s *Store) PayoutsPerDay(_ context.Context, workspaceID string, from, to ti
 	if err != nil {
 		return nil, err
 	}
-	byDay := map[time.Time]*payoutkit.DayCount{}
-	for _, p := range w.payoutList {
-		if !inRange(p.CreatedAt, from, to) {
-			continue
+	first, end := payoutkit.PayoutDayRange(from, to)
+	var out []payoutkit.DayCount
+	for n, d := range w.days {
+		if n >= first && n < end && d.Total() > 0 {
+			out = append(out, *d)
 		}
-		day := p.CreatedAt.UTC().Truncate(24 * time.Hour)
-		d := byDay[day]
-		if d == nil {
-			d = &payoutkit.DayCount{Day: day}
-			byDay[day] = d
-		}
-		switch p.Status {
-		case payoutkit.PayoutCompleted:
-			d.Completed++
-		case payoutkit.PayoutFailed:
-			d.Failed++
-		default:
-			d.InProgress++
-		}
-	}
-	out := make([]payoutkit.DayCount, 0, len(byDay))
-	for _, d := range byDay {
-		out = append(out, *d)
 	}
 	slices.SortFunc(out, func(a, b payoutkit.DayCount) int { return a.Day.Compare(b.Day) })
 	return out, nil

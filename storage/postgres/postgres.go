@@ -304,7 +304,6 @@ func newOps(w writer) sqlcore.Ops {
 		// lock first: they serialise, across instances, in one order.
 		LockBalanceSQL: `SELECT 1 FROM balances WHERE workspace_id = $1 FOR UPDATE`,
 		InsertEventSQL: pgInsertEventSQL,
-		PerDaySQL:      pgPerDaySQL,
 		Param:          func(n int, cast string) string { return fmt.Sprintf("$%d::%s", n, cast) },
 		// PostgreSQL plans from statistics: no index hints.
 		From: func(table string, _ sqlcore.NewestFilter) string { return table }})
@@ -330,24 +329,6 @@ func (s *Store) Dialect() string { return "postgres" }
 
 // ts is a time as PostgreSQL stores it: NULL for the zero time, otherwise
 // a TIMESTAMPTZ in UTC at microsecond precision.
-// pgPerDaySQL counts payouts per day and status (PayoutsPerDay): for each
-// day of the range and each status, an index-only count over one range of
-// (workspace_id, status, created_at, seq). A GROUP BY over the range sorted
-// or hashed every payout of the window through a day expression, about
-// twice as slow. Days are whole UTC days of 86,400 seconds, whatever the
-// session's time zone.
-const pgPerDaySQL = `SELECT d.day, s.status, (
-	SELECT count(*) FROM payouts p
-	WHERE p.workspace_id = $1 AND p.status = s.status
-		AND p.created_at >= greatest($2::timestamptz, timestamptz 'epoch' + d.day * interval '86400 seconds')
-		AND p.created_at < least($3::timestamptz, timestamptz 'epoch' + (d.day + 1) * interval '86400 seconds')
-) FROM generate_series(
-	(($2::timestamptz) AT TIME ZONE 'UTC')::date - date '1970-01-01',
-	(($3::timestamptz - interval '1 microsecond') AT TIME ZONE 'UTC')::date - date '1970-01-01'
-) AS d(day)
-CROSS JOIN (VALUES ('submitted'), ('completed'), ('failed')) AS s(status)
-ORDER BY d.day`
-
 func ts(t time.Time) any {
 	if t.IsZero() {
 		return nil

@@ -15,6 +15,20 @@ var (
 
 // The money movements as one statement each.
 
+// pgDay is the UTC day (since the Unix epoch) of a TIMESTAMPTZ expression,
+// as payoutkit.PayoutDay counts it: the day counters of payout_days.
+func pgDay(t string) string {
+	return "((" + t + " AT TIME ZONE 'UTC')::date - date '1970-01-01')::bigint"
+}
+
+// pgAddDay adds the payout debited in CTE from to its day's counters:
+// created is its creation time.
+func pgAddDay(from, created string) string {
+	return `INSERT INTO payout_days (workspace_id, day, submitted)
+	SELECT workspace_id, ` + pgDay(created) + `, 1 FROM ` + from + `
+	ON CONFLICT (workspace_id, day) DO UPDATE SET submitted = payout_days.submitted + 1`
+}
+
 // pgEventInsert inserts an event whose columns after workspace_id are the
 // parameters from $first on (eventArgs order), for each row of from.
 func pgEventInsert(from string, first int) string {
@@ -30,8 +44,8 @@ func pgEventInsert(from string, first int) string {
 // pgCreatePayoutSQL: $1-$12 the payout (payoutArgs), $13-$21 the event
 // (eventArgs). It inserts the payout unless its id is taken, debits the
 // balance only if the payout was inserted and the balance covers it, and
-// records the ledger entry, the customer's in_progress and the event only if
-// the debit happened. It reports (inserted, debited); the caller commits
+// records the ledger entry, the customer's in_progress, the day counter and
+// the event only if the debit happened. It reports (inserted, debited); the caller commits
 // only when both are 1. The debit happens only while the workspace has no
 // payout controls; otherwise the caller's policy check runs, then
 // pgControlledDebitSQL and the statements after it.
@@ -51,6 +65,8 @@ var pgCreatePayoutSQL = `WITH p AS (
 	INSERT INTO customers (workspace_id, payer_id, in_progress, first_seen_at)
 	SELECT workspace_id, $8::text, $4::bigint, $11::timestamptz FROM d
 	ON CONFLICT (workspace_id, payer_id) DO UPDATE SET in_progress = customers.in_progress + EXCLUDED.in_progress
+), n AS (
+	` + pgAddDay("d", "$11::timestamptz") + `
 ), e AS (
 	` + pgEventInsert("d", 13) + `
 )
@@ -63,6 +79,8 @@ SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM d)`
 // nothing; it returns how many payouts it settled. The customer's row to
 // insert cannot carry the negative in_progress change (CHECK constraints
 // judge it before the conflict does), so the update reads the amount from p.
+// The payout moves from submitted to completed or failed on the counters
+// of its creation day (payout_days), after the balance row's lock.
 // A failed payout gives its amount back to the 24-hour window
 // (sqlcore.GiveBack), after the balance row's lock, which every change of
 // the window takes first.
@@ -87,6 +105,11 @@ func pgSettleSQL(set, where string) string {
 	SELECT workspace_id, payer_id, CASE WHEN $3 = 'completed' THEN amount ELSE 0 END, $6::timestamptz FROM b
 	ON CONFLICT (workspace_id, payer_id) DO UPDATE SET
 		in_progress = customers.in_progress - (SELECT amount FROM p), paid_out = customers.paid_out + EXCLUDED.paid_out
+), n AS (
+	UPDATE payout_days SET submitted = payout_days.submitted - 1,
+		completed = payout_days.completed + CASE WHEN $3 = 'completed' THEN 1 ELSE 0 END,
+		failed = payout_days.failed + CASE WHEN $3 = 'completed' THEN 0 ELSE 1 END
+	FROM b WHERE payout_days.workspace_id = b.workspace_id AND payout_days.day = ` + pgDay("b.created_at") + `
 ), l AS (
 	INSERT INTO ledger_entries (` + sqlcore.LedgerCols + `)
 	SELECT workspace_id, 'payout_refund', amount, $2::text, $7::text, $10::timestamptz FROM p WHERE $3::text = 'failed'
@@ -123,6 +146,8 @@ var pgControlledCreateSQL = `WITH d AS (
 	INSERT INTO customers (workspace_id, payer_id, in_progress, first_seen_at)
 	SELECT workspace_id, $4::text, $2::bigint, $5::timestamptz FROM d
 	ON CONFLICT (workspace_id, payer_id) DO UPDATE SET in_progress = customers.in_progress + EXCLUDED.in_progress
+), n AS (
+	` + pgAddDay("d", "$5::timestamptz") + `
 ), e AS (
 	` + pgEventInsert("d", 6) + `
 ), s AS (

@@ -219,9 +219,13 @@ func (s *Store) debit(ctx context.Context, tx *sql.Tx, p payoutkit.Payout, ev pa
 	return true, s.afterDebit(ctx, tx, p, ev)
 }
 
-// afterDebit records a debited payout's customer movement, ledger entry
-// and event in tx.
+// afterDebit records a debited payout's day counter, customer movement,
+// ledger entry and event in tx. Every path that creates a payout comes
+// through here.
 func (s *Store) afterDebit(ctx context.Context, tx *sql.Tx, p payoutkit.Payout, ev payoutkit.Event) error {
+	if _, err := s.st.exec(ctx, tx, sqlcore.AddPayoutDaySQL, p.WorkspaceID, payoutkit.PayoutDay(p.CreatedAt)); err != nil {
+		return err
+	}
 	if _, err := s.st.exec(ctx, tx, moveCustomerSQL, p.WorkspaceID, p.PayerID, 0, 0, int64(p.Amount), ts(p.CreatedAt)); err != nil {
 		return err
 	}
@@ -251,7 +255,7 @@ func (s *Store) RejectPayout(ctx context.Context, p payoutkit.Payout, ev payoutk
 }
 
 // settle runs update (settlePayoutSQL's parameters) and the balance, the
-// customer, the ledger, the 24-hour window and the event that follow, and
+// day counter, the customer, the ledger, the 24-hour window and the event that follow, and
 // then also, in the same transaction.
 func (s *Store) settle(ctx context.Context, op, update string, p payoutkit.Payout, ev payoutkit.Event, also sqlcore.TxFunc) error {
 	var settled bool
@@ -274,6 +278,9 @@ func (s *Store) settle(ctx context.Context, op, update string, p payoutkit.Payou
 			paidOut = amount
 		}
 		if _, err := s.st.exec(ctx, tx, settleBalanceSQL, p.WorkspaceID, amount, refund); err != nil {
+			return err
+		}
+		if _, err := s.st.exec(ctx, tx, sqlcore.SettlePayoutDaySQL, p.WorkspaceID, payoutkit.PayoutDay(createdAt), string(p.Status)); err != nil {
 			return err
 		}
 		if _, err := s.st.exec(ctx, tx, moveCustomerSQL, p.WorkspaceID, payer, 0, paidOut, -amount, ts(p.UpdatedAt)); err != nil {

@@ -335,7 +335,6 @@ func newOps(w writer, s *Store) sqlcore.Ops {
 		StaffLockSQL:     `SELECT 1 FROM staff_users WHERE email = $1 AND workspace_id = $2`,
 		WorkspaceLockSQL: `SELECT 1 FROM workspaces WHERE id = $1`,
 		InsertEventSQL:   insertEventSQL,
-		PerDaySQL:        perDaySQL,
 		Param:            func(n int, _ string) string { return fmt.Sprintf("$%d", n) },
 		From: func(table string, f sqlcore.NewestFilter) string {
 			// SQLite plans from the schema alone, and would take a
@@ -367,22 +366,6 @@ func (s *Store) Close() error { return s.w.Close() }
 // other processes, or in a caller's transaction (WithTx), is left to the
 // poll.
 func (s *Store) SubscribeWork() (ch <-chan struct{}, cancel func()) { return s.d.work.Subscribe() }
-
-// perDaySQL counts payouts per day and status (PayoutsPerDay): for each
-// day of the range and each status, a count over one range of the
-// (workspace_id, status, created_at, seq) index, which holds every column
-// it reads. A GROUP BY over the range would sort every payout through a
-// temporary b-tree, several times slower; here the days come out in order
-// (CROSS JOIN keeps d the outer loop) and the zero counts are dropped by
-// the caller.
-const perDaySQL = `WITH RECURSIVE d(day) AS (
-	SELECT $2 / 86400000000 UNION ALL SELECT day + 1 FROM d WHERE (day + 1) * 86400000000 < $3
-), s(status) AS (VALUES ('submitted'), ('completed'), ('failed'))
-SELECT day, s.status, (
-	SELECT count(*) FROM payouts p
-	WHERE p.workspace_id = $1 AND p.status = s.status
-		AND p.created_at >= max($2, day * 86400000000) AND p.created_at < min($3, (day + 1) * 86400000000)
-) FROM d CROSS JOIN s`
 
 // ts is a time as SQLite stores it: NULL for the zero time, otherwise
 // INTEGER microseconds since the Unix epoch (UTC, microsecond precision).

@@ -1,7 +1,10 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,8 +16,8 @@ import (
 )
 
 // testPayoutsPerDay: PayoutsPerDay counts the workspace's payouts per UTC
-// day of creation and by status, within [from, to) to the microsecond,
-// leaving out other workspaces; the engine's PayoutsPerDay fills in the
+// day of creation and by status, for the whole days that [from, to)
+// touches, leaving out other workspaces; the engine's PayoutsPerDay fills in the
 // days without payouts.
 func testPayoutsPerDay(t *testing.T, open Open) {
 	e := newEnv(t, open)
@@ -75,8 +78,8 @@ func testPayoutsPerDay(t *testing.T, open Open) {
 	}
 	got, err = e.store.PayoutsPerDay(e.ctx, ws, day0.Add(24*time.Hour+time.Hour), day0.Add(24*time.Hour+time.Hour+us))
 	noErr(t, err)
-	if diff := cmp.Diff([]payoutkit.DayCount{{Day: day0.AddDate(0, 0, 1), Completed: 1}}, got); diff != "" {
-		t.Fatalf("one microsecond's range (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]payoutkit.DayCount{{Day: day0.AddDate(0, 0, 1), Completed: 1, InProgress: 1}}, got); diff != "" {
+		t.Fatalf("one microsecond's range counts its whole day (-want +got):\n%s", diff)
 	}
 	got, err = e.store.PayoutsPerDay(e.ctx, ws, day0.AddDate(1, 0, 0), day0.AddDate(1, 1, 0))
 	if err != nil || len(got) != 0 {
@@ -102,4 +105,125 @@ func testPayoutsPerDay(t *testing.T, open Open) {
 	}
 	_, err = eng.PayoutsPerDay(e.ctx, ws, 0)
 	wantErr(t, err, payoutkit.ErrInvalidInput)
+}
+
+// testPayoutDayCounters: after random creates (some held for approval,
+// some refused by the balance or a taken id), completions, failures,
+// approvals and rejections, the day counters that PayoutsPerDay reads equal
+// a count over the payouts themselves, day by day.
+func testPayoutDayCounters(t *testing.T, open Open) {
+	e := newEnv(t, open)
+	c := &clock{}
+	eng := e.clocked(c)
+	ws := e.workspace().Workspace.ID
+	other := e.workspace().Workspace.ID
+	e.fund(ws, "500.00")
+	e.fund(other, "500.00")
+	e.policy(ws, payoutkit.PolicyPatch{ApprovalOver: limit("20")})
+	day0 := time.Date(2026, 5, 10, 0, 0, 0, 0, time.UTC)
+	rnd := rand.New(rand.NewPCG(24, 1))
+	var open_ []string // submitted payouts, held or not
+	held := map[string]bool{}
+	for i := range 300 {
+		// Creation times over 6 days, often on a day's first or last
+		// microsecond.
+		at := day0.Add(time.Duration(rnd.IntN(6)) * 24 * time.Hour)
+		switch rnd.IntN(3) {
+		case 0:
+		case 1:
+			at = at.Add(24*time.Hour - time.Microsecond)
+		default:
+			at = at.Add(time.Duration(rnd.Int64N(int64(24 * time.Hour / time.Microsecond))))
+		}
+		c.set(at)
+		switch op := rnd.IntN(10); {
+		case op < 5 || len(open_) == 0:
+			n := rnd.IntN(400) // sometimes taken: the same request again
+			id, amount := fmt.Sprintf("po-%d", n), fmt.Sprintf("%d.00", 1+n%30)
+			if rnd.IntN(20) == 0 {
+				id, amount = fmt.Sprintf("big-%d", i), "100000.00" // refused by the balance
+			}
+			p, replayed, err := eng.CreatePayout(e.ctx, ws, payoutRequest(id, amount))
+			if errors.Is(err, payoutkit.ErrInsufficientBalance) {
+				e.fund(ws, "200.00")
+				continue
+			}
+			noErr(t, err)
+			if !replayed {
+				open_ = append(open_, id)
+				held[id] = p.Approval == payoutkit.ApprovalPending
+			}
+			if i%7 == 0 {
+				must[payoutkit.Payout](t)(func() (payoutkit.Payout, error) {
+					p, _, err := eng.CreatePayout(e.ctx, other, payoutRequest(id, "1.00"))
+					return p, err
+				}())
+			}
+		default:
+			k := rnd.IntN(len(open_))
+			id := open_[k]
+			open_ = append(open_[:k], open_[k+1:]...)
+			switch {
+			case held[id] && rnd.IntN(2) == 0:
+				must[payoutkit.Payout](t)(eng.RejectPayout(e.ctx, ws, id, "", payoutkit.ActorCLI))
+				continue
+			case held[id]:
+				must[payoutkit.Payout](t)(eng.ApprovePayout(e.ctx, ws, id, payoutkit.ActorCLI))
+			}
+			if rnd.IntN(2) == 0 {
+				must[payoutkit.Payout](t)(eng.CompletePayout(e.ctx, ws, id, "tx-"+id))
+			} else {
+				must[payoutkit.Payout](t)(eng.FailPayout(e.ctx, ws, id, "no"))
+			}
+		}
+	}
+
+	want := map[time.Time]*payoutkit.DayCount{}
+	var days []time.Time
+	for p, err := range e.allPayouts(ws) {
+		noErr(t, err)
+		day := p.CreatedAt.UTC().Truncate(24 * time.Hour)
+		d := want[day]
+		if d == nil {
+			d = &payoutkit.DayCount{Day: day}
+			want[day] = d
+			days = append(days, day)
+		}
+		switch p.Status {
+		case payoutkit.PayoutCompleted:
+			d.Completed++
+		case payoutkit.PayoutFailed:
+			d.Failed++
+		default:
+			d.InProgress++
+		}
+	}
+	slices.SortFunc(days, time.Time.Compare)
+	var wantList []payoutkit.DayCount
+	for _, d := range days {
+		wantList = append(wantList, *want[d])
+	}
+	if len(wantList) < 5 {
+		t.Fatalf("only %d days with payouts", len(wantList))
+	}
+	got, err := e.store.PayoutsPerDay(e.ctx, ws, day0.AddDate(0, 0, -1), day0.AddDate(0, 0, 8))
+	noErr(t, err)
+	if diff := cmp.Diff(wantList, got); diff != "" {
+		t.Fatalf("day counters against a count over the payouts (-want +got):\n%s", diff)
+	}
+	// The audit checks the counters too: their sums against the payouts'
+	// counts by state.
+	a := e.audit(ws)
+	var n [3]int64
+	for _, d := range wantList {
+		n[0], n[1], n[2] = n[0]+int64(d.InProgress), n[1]+int64(d.Completed), n[2]+int64(d.Failed)
+	}
+	if a.PayoutCounts != n || a.DayCounters != n {
+		t.Fatalf("audit counts payouts %v and day counters %v; want %v", a.PayoutCounts, a.DayCounters, n)
+	}
+	a.DayCounters[2]++
+	var ae *payoutkit.AuditError
+	if err := a.Check(); !errors.As(err, &ae) {
+		t.Fatalf("Check with a day counter off by one = %v; want an AuditError", err)
+	}
 }

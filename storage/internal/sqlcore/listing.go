@@ -64,11 +64,6 @@ type OpsConfig struct {
 	// read that waited for a row lock still sees the snapshot it started
 	// with, so the reads after the lock must be later statements.
 	LockBalanceSQL string
-	// PerDaySQL counts ($1 the workspace, $2 and $3 the creation times'
-	// range, from inclusive) the payouts per UTC day and status: rows of
-	// the day (days since the Unix epoch), the status and the count,
-	// ordered by day; rows with a zero count are skipped.
-	PerDaySQL string
 	// InsertEventSQL inserts an event: $1 its workspace, $2... EventArgs.
 	InsertEventSQL string
 	// Exec and QueryRow run a statement of a create or a settlement in its

@@ -17,7 +17,8 @@ const (
 
 // auditSQL sums a workspace's money in one statement, and so one snapshot.
 const auditSQL = `SELECT b.available, b.in_progress, l.total, o.paid, o.payer_paid,
-		ps.submitted, pc.completed, c.paid_in, c.paid_out, c.in_progress
+		ps.submitted, pc.completed, c.paid_in, c.paid_out, c.in_progress,
+		pn.submitted, pn.completed, pn.failed, pd.submitted, pd.completed, pd.failed
 		FROM balances b,
 		(SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) AS total FROM ledger_entries WHERE workspace_id = $1) l,
 		(SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) AS paid,
@@ -27,7 +28,11 @@ const auditSQL = `SELECT b.available, b.in_progress, l.total, o.paid, o.payer_pa
 		(SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) AS completed FROM payouts WHERE workspace_id = $1 AND status = 'completed') pc,
 		(SELECT CAST(COALESCE(SUM(paid_in), 0) AS BIGINT) AS paid_in, CAST(COALESCE(SUM(paid_out), 0) AS BIGINT) AS paid_out,
 			CAST(COALESCE(SUM(in_progress), 0) AS BIGINT) AS in_progress
-			FROM customers WHERE workspace_id = $1) c
+			FROM customers WHERE workspace_id = $1) c,
+		(SELECT COUNT(CASE WHEN status = 'submitted' THEN 1 END) AS submitted, COUNT(CASE WHEN status = 'completed' THEN 1 END) AS completed,
+			COUNT(CASE WHEN status = 'failed' THEN 1 END) AS failed FROM payouts WHERE workspace_id = $1) pn,
+		(SELECT CAST(COALESCE(SUM(submitted), 0) AS BIGINT) AS submitted, CAST(COALESCE(SUM(completed), 0) AS BIGINT) AS completed,
+			CAST(COALESCE(SUM(failed), 0) AS BIGINT) AS failed FROM payout_days WHERE workspace_id = $1) pd
 		WHERE b.workspace_id = $1`
 
 // ReadAudit reads a workspace's audit sums through q, in one statement.
@@ -35,7 +40,8 @@ func ReadAudit(ctx context.Context, q Querier, workspaceID string) (payoutkit.Au
 	var a payoutkit.Audit
 	err := q.QueryRowContext(ctx, auditSQL, workspaceID).
 		Scan(&a.Available, &a.InProgress, &a.LedgerSum, &a.PaidOrders, &a.PayerPaidOrders, &a.SubmittedPayouts, &a.CompletedPayouts,
-			&a.CustomersPaidIn, &a.CustomersPaidOut, &a.CustomersInProgress)
+			&a.CustomersPaidIn, &a.CustomersPaidOut, &a.CustomersInProgress,
+			&a.PayoutCounts[0], &a.PayoutCounts[1], &a.PayoutCounts[2], &a.DayCounters[0], &a.DayCounters[1], &a.DayCounters[2])
 	return a, err
 }
 
@@ -241,37 +247,32 @@ func (o *Ops) OutboxHealth(ctx context.Context) (payoutkit.OutboxHealth, error) 
 	return h, nil
 }
 
-// PayoutsPerDay implements payoutkit.PayoutStore with the store's
-// OpsConfig.PerDaySQL.
+// perDaySQL reads the workspace's day counters (migration
+// 0012_payout_days) of the days [$2, $3): a range of their primary key.
+const perDaySQL = `SELECT day, submitted, completed, failed FROM payout_days
+	WHERE workspace_id = $1 AND day >= $2 AND day < $3 ORDER BY day`
+
+// PayoutsPerDay implements payoutkit.PayoutStore: it reads the day
+// counters that every create and settlement keeps (AddPayoutDaySQL,
+// SettlePayoutDaySQL), one row a day.
 func (o *Ops) PayoutsPerDay(ctx context.Context, workspaceID string, from, to time.Time) ([]payoutkit.DayCount, error) {
-	rows, err := o.w.Reader().QueryContext(ctx, o.c.PerDaySQL, workspaceID, o.c.TS(from), o.c.TS(to))
+	first, end := payoutkit.PayoutDayRange(from, to)
+	rows, err := o.w.Reader().QueryContext(ctx, perDaySQL, workspaceID, first, end)
 	if err != nil {
 		return nil, o.c.Translate(ctx, "payouts per day", err)
 	}
 	defer rows.Close()
 	var out []payoutkit.DayCount
 	for rows.Next() {
-		var day, n int64
-		var status string
-		if err := rows.Scan(&day, &status, &n); err != nil {
+		var day, sub, done, failed int64
+		if err := rows.Scan(&day, &sub, &done, &failed); err != nil {
 			return nil, o.c.Translate(ctx, "payouts per day", err)
 		}
-		if n == 0 {
+		if sub+done+failed == 0 {
 			continue
 		}
-		at := time.Unix(day*86400, 0).UTC()
-		if len(out) == 0 || !out[len(out)-1].Day.Equal(at) {
-			out = append(out, payoutkit.DayCount{Day: at})
-		}
-		d := &out[len(out)-1]
-		switch payoutkit.PayoutStatus(status) {
-		case payoutkit.PayoutCompleted:
-			d.Completed += int(n)
-		case payoutkit.PayoutFailed:
-			d.Failed += int(n)
-		default:
-			d.InProgress += int(n)
-		}
+		out = append(out, payoutkit.DayCount{Day: time.Unix(day*86400, 0).UTC(),
+			Completed: int(done), Failed: int(failed), InProgress: int(sub)})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, o.c.Translate(ctx, "payouts per day", err)
@@ -283,3 +284,16 @@ func (o *Ops) PayoutsPerDay(ctx context.Context, workspaceID string, from, to ti
 	}
 	return out, nil
 }
+
+// AddPayoutDaySQL adds a created payout to its day's counters: $1 the
+// workspace, $2 the day (payoutkit.PayoutDay of its created_at).
+const AddPayoutDaySQL = `INSERT INTO payout_days (workspace_id, day, submitted) VALUES ($1, $2, 1)
+	ON CONFLICT (workspace_id, day) DO UPDATE SET submitted = payout_days.submitted + 1`
+
+// SettlePayoutDaySQL moves a settled payout from submitted to completed
+// ($3 'completed') or failed on its day's counters: $1 the workspace,
+// $2 the day of its creation.
+const SettlePayoutDaySQL = `UPDATE payout_days SET submitted = submitted - 1,
+	completed = completed + CASE WHEN $3 = 'completed' THEN 1 ELSE 0 END,
+	failed = failed + CASE WHEN $3 = 'completed' THEN 0 ELSE 1 END
+	WHERE workspace_id = $1 AND day = $2`

@@ -106,6 +106,20 @@ func MigrationBackfill[S payoutkit.Store](t *testing.T, dsn string, db DB[S]) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	// Migration 0012 fills the day counters from the payouts.
+	day := base.Truncate(24 * time.Hour)
+	for ws, want := range map[string][]payoutkit.DayCount{
+		"ws_one": {{Day: day, Completed: 2, Failed: 1, InProgress: 2}},
+		"ws_two": {{Day: day, InProgress: 1}},
+	} {
+		got, err := s.PayoutsPerDay(ctx, ws, day, day.AddDate(0, 0, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("%s: day counters after the backfill (-want +got):\n%s", ws, diff)
+		}
+	}
 	audit := func(ws string) {
 		t.Helper()
 		a, err := s.Audit(ctx, ws)
