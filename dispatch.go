@@ -282,7 +282,11 @@ func (d *dispatcher) run(ctx context.Context) error {
 			runLeased(ctx, d, leased[PayoutLease]{
 				name: "payout hand-offs",
 				claim: func(ctx context.Context, now, until time.Time, limit int, _ []string) ([]PayoutLease, error) {
-					return d.store.ClaimPayoutHandoffs(ctx, d.cfg.Owner, now, until, limit)
+					ls, err := d.store.ClaimPayoutHandoffs(ctx, d.cfg.Owner, now, until, limit)
+					for i := range ls {
+						ls[i].ReadAt = now // the claim returns each payout as it is stored
+					}
+					return ls, err
 				},
 				key: func(l PayoutLease) string { return l.WorkspaceID + "\x00" + l.PayoutID },
 				id:  func(l PayoutLease) string { return l.WorkspaceID + "\x00" + l.PayoutID },

@@ -104,6 +104,13 @@ func TestHandOffPayoutSkipsSettled(t *testing.T) {
 	if err := e.eng.HandOffPayout(e.ctx, payoutkit.PayoutLease{Payout: stale, Owner: "A", Token: 1}); err != nil || proc.count("po-1") != 0 {
 		t.Fatalf("HandOffPayout of a settled payout: %v, %d calls", err, proc.count("po-1"))
 	}
+	// A lease whose copy was read a second or more ago is read again too:
+	// a processor that said "not due" is asked again with the same lease.
+	readAt := e.clock.Now()
+	e.clock.Advance(time.Second)
+	if err := e.eng.HandOffPayout(e.ctx, payoutkit.PayoutLease{Payout: stale, Owner: "A", Token: 1, ReadAt: readAt}); err != nil || proc.count("po-1") != 0 {
+		t.Fatalf("HandOffPayout of a settled payout read a second ago: %v, %d calls", err, proc.count("po-1"))
+	}
 }
 
 // countingHandOff counts hand-off calls through to the engine.
