@@ -229,7 +229,11 @@ type dispatcher struct {
 	// hand-off, or the store's word of new work); wakeHandOffs does the same
 	// for the hand-off loop.
 	wake, wakeHandOffs chan struct{}
-	running            atomic.Bool
+	// handOffOffers and eventOffers are the work of payouts this engine
+	// created leased to itself (dispatch_offer.go).
+	handOffOffers *offers[PayoutLease]
+	eventOffers   *offers[claimedEvent]
+	running       atomic.Bool
 	// quiet bounds repeated warnings.
 	quiet *logBudget
 }
@@ -251,6 +255,7 @@ func newDispatcher(store dispatchStore, cfg *DeliveryConfig, handOff payoutHandO
 	return &dispatcher{
 		store: store, cfg: cfg, handOver: handOff, workspaces: workspaces,
 		wake: make(chan struct{}, 1), wakeHandOffs: make(chan struct{}, 1), quiet: newLogBudget(),
+		handOffOffers: newOffers[PayoutLease](cfg.Concurrency), eventOffers: newOffers[claimedEvent](cfg.Concurrency),
 		log: cfg.Logger.With("component", "delivery", "owner", cfg.Owner),
 	}, nil
 }
@@ -293,9 +298,10 @@ func (d *dispatcher) run(ctx context.Context) error {
 				// A claim made while the previous one still runs here has a
 				// newer fencing token: the running one can no longer record
 				// the hand-off, so this one runs after it.
-				newer: func(claimed, running PayoutLease) bool { return claimed.Token > running.Token },
-				work:  d.handOff,
-				wake:  d.wakeHandOffs,
+				newer:   func(claimed, running PayoutLease) bool { return claimed.Token > running.Token },
+				work:    d.handOff,
+				wake:    d.wakeHandOffs,
+				offered: d.handOffOffers,
 			})
 		}()
 	} else {
@@ -329,6 +335,15 @@ func (d *dispatcher) run(ctx context.Context) error {
 		perTenant: d.cfg.MaxPerWorkspace,
 		work:      d.deliver,
 		wake:      d.wake,
+		offered:   d.eventOffers,
+		// The events offered together share their workspaces' reads, as a
+		// claim's do; each read is made after their commits.
+		adopt: func(evs []claimedEvent) {
+			reads := &claimReads{byID: make(map[string]*workspaceRead, 1)}
+			for i := range evs {
+				evs[i].reads = reads
+			}
+		},
 	})
 	<-done
 	d.log.Info("dispatcher stopped")
@@ -452,6 +467,12 @@ func (d *dispatcher) deliver(ctx context.Context, claimed claimedEvent, _ time.T
 		default:
 			d.quiet.log(ctx, d.eventLog(ev), slog.LevelWarn, "workspace", "reading the event's workspace", "err", err)
 		}
+		return time.Time{}
+	}
+	if claimed.offered && ws.WebhookURL == "" {
+		// The store kept the event failed, unleased: the workspace had no
+		// URL when it was created (or it was removed since, and the event
+		// is claimed once its lease expires, and fails then).
 		return time.Time{}
 	}
 	a := DeliveryAttempt{EventID: ev.ID, Attempt: ev.Attempts + 1, At: d.now()}

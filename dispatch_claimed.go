@@ -10,6 +10,8 @@ import (
 type claimedEvent struct {
 	Event
 	reads *claimReads
+	// offered: leased to this engine as it was created, not claimed.
+	offered bool
 }
 
 // claimReads reads each workspace once for all the events of one claim:

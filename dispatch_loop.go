@@ -33,6 +33,11 @@ type leased[T any] struct {
 	work func(ctx context.Context, item T, leaseUntil time.Time) (again time.Time)
 	// wake, when it receives, makes the loop claim at once.
 	wake <-chan struct{}
+	// offered, when set, brings items this engine leased to itself as it
+	// created them: they start like claimed ones, without a claim. adopt,
+	// when set, prepares each batch taken from it as a claim's items are.
+	offered *offers[T]
+	adopt   func([]T)
 }
 
 type job[T any] struct {
@@ -41,6 +46,7 @@ type job[T any] struct {
 	tenant     string
 	leaseUntil time.Time
 	again      time.Time
+	offered    bool
 }
 
 // runLeased claims due items and works on them, at most Concurrency at a time,
@@ -93,9 +99,16 @@ func runLeased[T any](ctx context.Context, d *dispatcher, l leased[T]) {
 		if perTenant[j.tenant]--; perTenant[j.tenant] == 0 {
 			delete(perTenant, j.tenant)
 		}
-		if !j.again.IsZero() {
+		switch {
+		case !j.again.IsZero():
 			waiting = append(waiting, j)
+		case j.offered:
+			l.offered.finished()
 		}
+	}
+	var offeredReady <-chan struct{}
+	if l.offered != nil {
+		offeredReady = l.offered.ready
 	}
 	// A claim that passes over busy tenants reads every due item of theirs
 	// (a receiver that hangs, or a load faster than it, leaves thousands):
@@ -115,13 +128,22 @@ func runLeased[T any](ctx context.Context, d *dispatcher, l leased[T]) {
 	// finishing claims anyway, and a claim per commit under load would
 	// cost the store more than the work it finds (each walks past the
 	// leased items at the head of the queue).
+	//
+	// A finished offered item claims only when the loop was woken since its
+	// last claim: offered work is what the store's word of new work would
+	// have brought, so under a load of new payouts the loop claims at its
+	// poll, not once per payout.
 	claim := true
+	woken := false
 	for ctx.Err() == nil {
 		now := d.now()
 		heldBack := 0 // waiting items held back for their tenant's share
 		waiting = slices.DeleteFunc(waiting, func(j job[T]) bool {
 			switch {
 			case !j.leaseUntil.After(now): // the lease is gone, and the item with it
+				if j.offered {
+					l.offered.finished()
+				}
 				return true
 			case startable(j) && !j.again.After(now):
 				start(j)
@@ -143,6 +165,7 @@ func runLeased[T any](ctx context.Context, d *dispatcher, l leased[T]) {
 			n := min(free, d.cfg.BatchSize)
 			leaseUntil := now.Add(d.cfg.Lease)
 			items, err := l.claim(ctx, now, leaseUntil, n, full)
+			woken = false
 			if len(full) > 0 && len(items) < n {
 				nextPassOver = now.Add(passOverWait)
 			}
@@ -178,6 +201,7 @@ func runLeased[T any](ctx context.Context, d *dispatcher, l leased[T]) {
 			// are free (items held back keep their leases, so the next claim
 			// reaches other workspaces' items).
 			again = len(items) == n && started+queued > 0 && len(running) < limit
+			claim = again
 		}
 		if again {
 			continue
@@ -195,18 +219,43 @@ func runLeased[T any](ctx context.Context, d *dispatcher, l leased[T]) {
 		case <-ctx.Done():
 		case j := <-done:
 			finished(j)
+			claim = !j.offered || woken
 			// Take every other finished worker too, so that one claim
 			// fills all the free slots.
 			for drained := false; !drained; {
 				select {
 				case j := <-done:
 					finished(j)
+					claim = claim || !j.offered
 				default:
 					drained = true
 				}
 			}
+			continue
+		case <-offeredReady:
+			offered := l.offered.take()
+			items := make([]T, len(offered))
+			for i, o := range offered {
+				items[i] = o.item
+			}
+			if l.adopt != nil {
+				l.adopt(items)
+			}
+			for i, it := range items {
+				j := job[T]{item: it, key: l.key(it), leaseUntil: offered[i].leaseUntil, offered: true}
+				if l.tenant != nil {
+					j.tenant = l.tenant(it)
+				}
+				if startable(j) {
+					start(j)
+				} else {
+					waiting = append(waiting, j)
+				}
+			}
+			continue
 		case <-d.cfg.Clock.At(wakeAt):
 		case <-l.wake:
+			woken = true
 			claim = len(running) == 0
 			continue
 		}

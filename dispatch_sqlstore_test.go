@@ -26,7 +26,15 @@ import (
 // one, which records its payout.completed event. Every event reaches the
 // receiver exactly once, each payout's in order, and each payout is handed
 // over exactly once.
-func TestTwoDispatchersOnPostgres(t *testing.T) {
+func TestTwoDispatchersOnPostgres(t *testing.T) { twoInstancesOnPostgres(t, false) }
+
+// TestTwoEnginesOnPostgres is TestTwoDispatchersOnPostgres with each
+// engine running its own loops (Engine.Start): the payouts it creates are
+// leased to them in the create and given to them without a claim, while
+// their payout.completed events are claimed, in order after them.
+func TestTwoEnginesOnPostgres(t *testing.T) { twoInstancesOnPostgres(t, true) }
+
+func twoInstancesOnPostgres(t *testing.T, engineLoops bool) {
 	dsn := pgtest.Postgres(t)
 	const workspaces, payoutsPer = 8, 63 // 8 × (1 order.paid + 63 × 2) = 1016 events
 
@@ -56,14 +64,26 @@ func TestTwoDispatchersOnPostgres(t *testing.T) {
 
 	var sent [2]atomic.Int64
 	for i := range 2 {
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		d, err := payoutkit.NewDispatcher(stores[i], &payoutkit.DeliveryConfig{
+		cfg := payoutkit.DeliveryConfig{
 			Owner:        fmt.Sprintf("instance-%d", i),
 			Notifier:     &countingNotifier{Notifier: &payoutkit.HTTPNotifier{AllowPrivate: true}, n: &sent[i]},
 			PollInterval: 20 * time.Millisecond,
 			Logger:       testLogger(t),
-		}, engines[i], stores[i])
+		}
+		if engineLoops {
+			var err error
+			if engines[i], err = payoutkit.New(stores[i], &payoutkit.Config{PasswordCost: bcrypt.MinCost, Processor: proc, Logger: testLogger(t), Delivery: cfg}); err != nil {
+				t.Fatal(err)
+			}
+			if err := engines[i].Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { engines[i].Stop(context.Background()) })
+			continue
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		d, err := payoutkit.NewDispatcher(stores[i], &cfg, engines[i], stores[i])
 		if err != nil {
 			t.Fatal(err)
 		}

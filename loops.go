@@ -94,15 +94,19 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 }
 
-// wakeDelivery has the running delivery loop, if any, claim at once.
-func (e *Engine) wakeDelivery() {
+// runningLoops returns the loops Start began, nil when they are not running.
+func (e *Engine) runningLoops() *dispatcher {
 	if e.loops == nil {
-		return
+		return nil
 	}
 	e.loops.mu.Lock()
-	d := e.loops.running
-	e.loops.mu.Unlock()
-	if d != nil {
+	defer e.loops.mu.Unlock()
+	return e.loops.running
+}
+
+// wakeDelivery has the running delivery loop, if any, claim at once.
+func (e *Engine) wakeDelivery() {
+	if d := e.runningLoops(); d != nil {
 		d.wakeDelivery()
 	}
 }

@@ -184,7 +184,15 @@ func (e *Engine) CreatePayout(ctx context.Context, workspaceID string, req Creat
 	if err != nil {
 		return Payout{}, false, err
 	}
-	stored, created, err := e.store.CreatePayout(ctx, p, ev)
+	// While this engine's loops run, the payout's hand-off and event are
+	// leased to them in the create's transaction and given to them from
+	// memory after it (dispatch_offer.go).
+	d := e.runningLoops()
+	var lease Lease
+	if d != nil {
+		lease = d.offerLease()
+	}
+	stored, created, err := e.store.CreatePayout(ctx, p, ev, lease)
 	switch {
 	case errors.Is(err, ErrInsufficientBalance):
 		return Payout{}, false, errInsufficientBalance()
@@ -192,6 +200,9 @@ func (e *Engine) CreatePayout(ctx context.Context, workspaceID string, req Creat
 		return Payout{}, false, err
 	case !created:
 		return replayPayout(stored, p)
+	}
+	if lease.Owner != "" {
+		d.offer(stored, ev, lease)
 	}
 	if e.observePayout != nil {
 		e.observePayout(stored)

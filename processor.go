@@ -74,6 +74,14 @@ type PayoutLease struct {
 // is read again.
 const freshLease = time.Second
 
+// Lease reserves a new payout's hand-off and its first event to the engine
+// that creates it (PayoutStore.CreatePayout): the zero Lease reserves
+// nothing.
+type Lease struct {
+	Owner string // the engine's DeliveryConfig.Owner
+	Until time.Time
+}
+
 // Settler records a payout's outcome. *Engine implements it. A processor
 // that knows the amount sent and the network fee reports them with
 // CompletePayoutWith; CompletePayout reports the txid alone.

@@ -93,7 +93,16 @@ type PayoutStore interface {
 	// has a payout with p.PayoutID it changes nothing and returns the stored one
 	// with created false. When the available balance does not cover p.Amount it
 	// returns ErrInsufficientBalance and changes nothing.
-	CreatePayout(ctx context.Context, p Payout, ev Event) (stored Payout, created bool, err error)
+	//
+	// When lease.Owner is set, the payout is stored claimed for hand-off by
+	// lease.Owner until lease.Until with fencing token 1, as
+	// ClaimPayoutHandoffs would have claimed it (unless its policy holds it
+	// for approval), and ev leased to lease.Owner until lease.Until, as
+	// ClaimEvents would have leased it (unless its workspace has no webhook
+	// URL): the engine that creates the payout hands it over and delivers
+	// ev itself right after the commit, and any engine claims them once the
+	// lease has expired. Such a create is no new work for SubscribeWork.
+	CreatePayout(ctx context.Context, p Payout, ev Event, lease Lease) (stored Payout, created bool, err error)
 	// SettlePayout moves a submitted payout to p.Status (completed or failed),
 	// recording p.TxID or p.FailureReason and p.UpdatedAt, and stores ev. A
 	// failed payout's amount is credited back with a payout_refund ledger

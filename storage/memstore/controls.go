@@ -160,7 +160,7 @@ func (s *Store) AddAddress(_ context.Context, e payoutkit.AddressEntry, ev payou
 	}
 	w.controls.book[k] = &e
 	w.controls.bookList = append(w.controls.bookList, &e)
-	s.addEvent(w, ev)
+	s.addEvent(w, ev, true)
 	s.appendLog(w, log)
 	return nil
 }

@@ -335,7 +335,7 @@ func (s *Store) TouchAPIKey(_ context.Context, prefix string, at time.Time) erro
 }
 
 // CreatePayout implements payoutkit.PayoutStore.
-func (s *Store) CreatePayout(_ context.Context, p payoutkit.Payout, ev payoutkit.Event) (payoutkit.Payout, bool, error) {
+func (s *Store) CreatePayout(_ context.Context, p payoutkit.Payout, ev payoutkit.Event, lease payoutkit.Lease) (payoutkit.Payout, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w, err := s.workspace(p.WorkspaceID)
@@ -360,13 +360,18 @@ func (s *Store) CreatePayout(_ context.Context, p payoutkit.Payout, ev payoutkit
 	w.balance.Available -= p.Amount
 	w.balance.InProgress += p.Amount
 	row := &payout{Payout: p, seq: s.next()}
+	if lease.Owner != "" && approval != payoutkit.ApprovalPending {
+		row.leaseOwner, row.leaseUntil, row.leaseToken = lease.Owner, lease.Until, 1
+	}
 	w.payouts[p.PayoutID] = row
 	w.payoutList = append(w.payoutList, row)
 	w.created(row)
 	w.day(p.CreatedAt).InProgress++
 	s.customer(w, p.PayerID, p.CreatedAt).InProgress += p.Amount
 	s.addLedger(w, payoutkit.LedgerPayoutDebit, -p.Amount, p.PayoutID, ev)
-	s.addEvent(w, ev)
+	if e := s.addEvent(w, ev, lease.Owner == ""); lease.Owner != "" && e.State == payoutkit.DeliveryPending {
+		e.leaseOwner, e.leaseUntil = lease.Owner, lease.Until
+	}
 	return p, true, nil
 }
 
@@ -414,7 +419,7 @@ func (s *Store) settle(w *workspace, row *payout, p payoutkit.Payout, ev payoutk
 		w.balance.Available += row.Amount
 		s.addLedger(w, payoutkit.LedgerPayoutRefund, row.Amount, p.PayoutID, ev)
 	}
-	s.addEvent(w, ev)
+	s.addEvent(w, ev, true)
 }
 
 // Payout implements payoutkit.PayoutStore.
@@ -597,7 +602,7 @@ func (s *Store) MarkOrderPaid(_ context.Context, o payoutkit.Order, ev payoutkit
 		s.customer(w, row.PayerID, o.PaidAt).PaidIn += row.Amount
 	}
 	s.addLedger(w, payoutkit.LedgerOrderCredit, row.Amount, o.OrderID, ev)
-	s.addEvent(w, ev)
+	s.addEvent(w, ev, true)
 	return nil
 }
 
@@ -727,7 +732,7 @@ func (s *Store) addLedger(w *workspace, kind payoutkit.LedgerKind, amount payout
 	}})
 }
 
-func (s *Store) addEvent(w *workspace, ev payoutkit.Event) {
+func (s *Store) addEvent(w *workspace, ev payoutkit.Event, notify bool) *event {
 	if w.ws.WebhookURL == "" {
 		ev.EventDelivery = payoutkit.EventDelivery{State: payoutkit.DeliveryFailed, LastError: payoutkit.NoWebhookURLError}
 	}
@@ -738,8 +743,11 @@ func (s *Store) addEvent(w *workspace, ev payoutkit.Event) {
 		s.pending = append(s.pending, row)
 	}
 	// Every new event comes with its change: a payout to hand over, or one
-	// settled, or an order paid.
-	s.work.Notify()
+	// settled, or an order paid; a payout leased to its creator is none.
+	if notify {
+		s.work.Notify()
+	}
+	return row
 }
 
 // RecordAttempt implements payoutkit.Outbox.

@@ -26,11 +26,11 @@ func eventArgs(ev payoutkit.Event) []any  { return sqlcore.EventArgs(ev, ts) }
 // its id is taken, debit the balance if it covers the amount, record the
 // ledger entry and the event; one statement of a group-committed
 // transaction, all or nothing.
-func (s *Store) CreatePayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event) (payoutkit.Payout, bool, error) {
+func (s *Store) CreatePayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event, lease payoutkit.Lease) (payoutkit.Payout, bool, error) {
 	p.Approval = payoutkit.ApprovalNone // as the payout is inserted; its policy check may hold it
-	op := &createPayoutOp{s: s, p: p, ev: ev}
+	op := &createPayoutOp{s: s, p: p, ev: ev, lease: lease}
 	stored, created, err := op.result(ctx, s.w.WritePiped(ctx, p.WorkspaceID, op.run, op.pipe()))
-	if created && err == nil {
+	if created && err == nil && lease.Owner == "" {
 		s.w.Committed()
 	}
 	return stored, created, err
@@ -43,11 +43,15 @@ type createPayoutOp struct {
 	s       *Store
 	p       payoutkit.Payout
 	ev      payoutkit.Event
+	lease   payoutkit.Lease
 	stored  payoutkit.Payout
 	created bool
 }
 
-func (op *createPayoutOp) args() []any { return append(payoutArgs(op.p), eventArgs(op.ev)...) }
+func (op *createPayoutOp) args() []any {
+	owner, token, until := sqlcore.LeaseArgs(op.lease, ts)
+	return append(append(payoutArgs(op.p), eventArgs(op.ev)...), owner, token, until)
+}
 
 func (op *createPayoutOp) run(ctx context.Context, tx *sql.Tx) error {
 	var ins, deb int
@@ -125,8 +129,9 @@ func (op *createPayoutOp) controlled(ctx context.Context, tx *sql.Tx) error {
 		}
 	}
 	args := append([]any{p.WorkspaceID, int64(p.Amount), p.PayoutID, p.PayerID, ts(p.CreatedAt)}, eventArgs(ev)...)
+	owner, _, until := sqlcore.LeaseArgs(op.lease, ts)
 	args = append(args, j.Daily, payoutkit.SpendHour(p.CreatedAt), j.Moved, j.SpendHour, ts(j.SpendPos), j.SpendExpired,
-		j.Approval == payoutkit.ApprovalPending)
+		j.Approval == payoutkit.ApprovalPending, owner, until)
 	var debited int
 	if err := tx.QueryRowContext(ctx, pgControlledCreateSQL, args...).Scan(&debited); err != nil {
 		return err

@@ -32,17 +32,36 @@ func pgAddDay(from, created string) string {
 // pgEventInsert inserts an event whose columns after workspace_id are the
 // parameters from $first on (eventArgs order), for each row of from.
 func pgEventInsert(from string, first int) string {
+	return fmt.Sprintf(`INSERT INTO events (%s)
+	SELECT %s FROM %s f JOIN workspaces w ON w.id = f.workspace_id`, sqlcore.EventCols, pgEventValues(first), from)
+}
+
+// pgCreatedEventInsert is pgEventInsert for a new payout's event, with the
+// parameters $owner and $until its lease's owner and end (NULL for none),
+// which a workspace with a webhook URL stores it leased with.
+func pgCreatedEventInsert(from string, first, owner, until int) string {
+	leased := func(n int, cast string) string {
+		return fmt.Sprintf(`CASE WHEN w.webhook_url = '' THEN NULL ELSE $%d::%s END`, n, cast)
+	}
+	return fmt.Sprintf(`INSERT INTO events (%s, %s)
+	SELECT %s, %s, %s FROM %s f JOIN workspaces w ON w.id = f.workspace_id`, sqlcore.EventCols, sqlcore.EventLeaseCols,
+		pgEventValues(first), leased(owner, "text"), leased(until, "timestamptz"), from)
+}
+
+// pgEventValues are an event's EventCols values from the parameters from
+// $first on, for a row f naming the workspace and its row w.
+func pgEventValues(first int) string {
 	casts := []string{"text", "text", "text", "timestamptz", "bytea", "text", "integer", "timestamptz", "text"}
 	p := make([]string, len(casts))
 	for i, c := range casts {
 		p[i] = fmt.Sprintf("$%d::%s", first+i, c)
 	}
-	return fmt.Sprintf(`INSERT INTO events (%s)
-	SELECT %s, f.workspace_id, %s FROM %s f JOIN workspaces w ON w.id = f.workspace_id`, sqlcore.EventCols, p[0], sqlcore.EventValues(p[1:]), from)
+	return p[0] + ", f.workspace_id, " + sqlcore.EventValues(p[1:])
 }
 
 // pgCreatePayoutSQL: $1-$12 the payout (payoutArgs), $13-$21 the event
-// (eventArgs). It inserts the payout unless its id is taken, debits the
+// (eventArgs), $22-$24 the lease (sqlcore.LeaseArgs), which the payout's
+// hand-off and the event are stored with. It inserts the payout unless its id is taken, debits the
 // balance only if the payout was inserted and the balance covers it, and
 // records the ledger entry, the customer's in_progress, the day counter and
 // the event only if the debit happened. It reports (inserted, debited); the caller commits
@@ -50,8 +69,8 @@ func pgEventInsert(from string, first int) string {
 // payout controls; otherwise the caller's policy check runs, then
 // pgControlledDebitSQL and the statements after it.
 var pgCreatePayoutSQL = `WITH p AS (
-	INSERT INTO payouts (` + sqlcore.PayoutCols + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+	INSERT INTO payouts (` + sqlcore.PayoutCols + `, ` + sqlcore.PayoutLeaseCols + `)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $22, $23, $24)
 	ON CONFLICT (workspace_id, payout_id) DO NOTHING
 	RETURNING workspace_id
 ), d AS (
@@ -68,7 +87,7 @@ var pgCreatePayoutSQL = `WITH p AS (
 ), n AS (
 	` + pgAddDay("d", "$11::timestamptz") + `
 ), e AS (
-	` + pgEventInsert("d", 13) + `
+	` + pgCreatedEventInsert("d", 13, 22, 24) + `
 )
 SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM d)`
 
@@ -134,7 +153,8 @@ SELECT count(*) FROM p`
 // (sqlcore.Judged). $1 workspace, $2 amount, $3 payout_id, $4 payer_id,
 // $5 created at, $6-$14 the event (eventArgs), $15 under a daily limit,
 // $16 the payout's hour, $17 the window moved, $18-$20 its new spend_hour,
-// spend_pos and spend_expired, $21 held. It returns how many debits it made.
+// spend_pos and spend_expired, $21 held, $22 and $23 the event's lease
+// owner and end (NULL for none). It returns how many debits it made.
 var pgControlledCreateSQL = `WITH d AS (
 	UPDATE balances SET available = available - $2, in_progress = in_progress + $2
 	WHERE workspace_id = $1 AND available >= $2
@@ -149,7 +169,7 @@ var pgControlledCreateSQL = `WITH d AS (
 ), n AS (
 	` + pgAddDay("d", "$5::timestamptz") + `
 ), e AS (
-	` + pgEventInsert("d", 6) + `
+	` + pgCreatedEventInsert("d", 6, 22, 23) + `
 ), s AS (
 	INSERT INTO payout_spend (workspace_id, hour, amount)
 	SELECT workspace_id, $16::bigint, $2::bigint FROM d WHERE $15::boolean
@@ -160,7 +180,8 @@ var pgControlledCreateSQL = `WITH d AS (
 ), x AS (
 	DELETE FROM payout_spend WHERE workspace_id = (SELECT workspace_id FROM d) AND hour < $18::bigint AND $17::boolean
 ), h AS (
-	UPDATE payouts SET approval = 'pending' WHERE workspace_id = (SELECT workspace_id FROM d) AND payout_id = $3 AND $21::boolean
+	UPDATE payouts SET approval = 'pending', handoff_owner = NULL, handoff_lease_until = NULL
+	WHERE workspace_id = (SELECT workspace_id FROM d) AND payout_id = $3 AND $21::boolean
 )
 SELECT count(*) FROM d`
 

@@ -131,7 +131,7 @@ func TestPostgresGroupedReadsMatchAlone(t *testing.T) {
 	e := newBatchEnvAt(t, pgtest.Postgres(t), 1000_00)
 	s, ctx := e.s, t.Context()
 	p, ev := e.payout(e.ws, "po-settled", 12_34)
-	if _, _, err := s.CreatePayout(ctx, p, ev); err != nil {
+	if _, _, err := s.CreatePayout(ctx, p, ev, payoutkit.Lease{}); err != nil {
 		t.Fatal(err)
 	}
 	p.Status, p.TxID, p.UpdatedAt = payoutkit.PayoutCompleted, "0xabc", p.UpdatedAt.Add(time.Second)

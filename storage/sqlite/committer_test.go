@@ -233,7 +233,7 @@ func TestBatchConcurrentNoOverdraft(t *testing.T) {
 	}
 	for i := range callers {
 		wg.Go(func() {
-			_, created, err := e.s.CreatePayout(context.Background(), ops[i].p, ops[i].ev)
+			_, created, err := e.s.CreatePayout(context.Background(), ops[i].p, ops[i].ev, payoutkit.Lease{})
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -294,7 +294,7 @@ func TestBatchCommitFailure(t *testing.T) {
 		wg.Go(func() {
 			p, ev := ops[0].p, ops[0].ev
 			p.PayoutID, ev.ID = fmt.Sprintf("po-c%d", i), fmt.Sprintf("evt_c%d", i)
-			if _, _, err := e.s.CreatePayout(context.Background(), p, ev); !errors.Is(err, errCommit) {
+			if _, _, err := e.s.CreatePayout(context.Background(), p, ev, payoutkit.Lease{}); !errors.Is(err, errCommit) {
 				t.Errorf("CreatePayout %d: %v; want the commit's error", i, err)
 			}
 		})
@@ -308,7 +308,7 @@ func TestBatchCommitFailure(t *testing.T) {
 	e.s.d.batch.BeforeCommit.Store(nil)
 	for _, id := range []string{"po-1", "po-3"} {
 		p, ev := e.payout(e.ws, id, 200)
-		if _, created, err := e.s.CreatePayout(t.Context(), p, ev); err != nil || !created {
+		if _, created, err := e.s.CreatePayout(t.Context(), p, ev, payoutkit.Lease{}); err != nil || !created {
 			t.Fatalf("after the failure, %s: created %v, %v", id, created, err)
 		}
 	}
@@ -335,7 +335,7 @@ func TestBatchCancelledBeforePickup(t *testing.T) {
 			}
 			cancel()
 		}()
-		_, _, err := e.s.CreatePayout(ctx, p, ev)
+		_, _, err := e.s.CreatePayout(ctx, p, ev, payoutkit.Lease{})
 		first <- err
 	}()
 	waitFor(t, "the first write to be taken", func() bool { return e.s.d.batch.Batches.Load() > b0 })
@@ -344,7 +344,7 @@ func TestBatchCancelledBeforePickup(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	second := make(chan error, 1)
 	go func() {
-		_, _, err := e.s.CreatePayout(ctx, p, ev)
+		_, _, err := e.s.CreatePayout(ctx, p, ev, payoutkit.Lease{})
 		second <- err
 	}()
 	waitFor(t, "the second write to queue", func() bool { return e.s.d.batch.Queued() == 1 })
@@ -367,7 +367,7 @@ func TestBatchCancelledBeforePickup(t *testing.T) {
 	// The dropped one is skipped by the committer: still no such payout
 	// after another write went through.
 	p, ev = e.payout(e.ws, "po-after", 100)
-	if _, _, err := e.s.CreatePayout(t.Context(), p, ev); err != nil {
+	if _, _, err := e.s.CreatePayout(t.Context(), p, ev, payoutkit.Lease{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.s.Payout(t.Context(), e.ws, "po-dropped"); !errors.Is(err, payoutkit.ErrNotFound) {
@@ -390,7 +390,7 @@ func TestBatchCloseWithQueuedWrites(t *testing.T) {
 	for i := range callers {
 		p, ev := e.payout(e.ws, fmt.Sprintf("po-%d", i), 1)
 		go func() {
-			_, _, err := e.s.CreatePayout(context.Background(), p, ev)
+			_, _, err := e.s.CreatePayout(context.Background(), p, ev, payoutkit.Lease{})
 			results <- err
 		}()
 	}
@@ -418,7 +418,7 @@ func TestBatchCloseWithQueuedWrites(t *testing.T) {
 		}
 	}
 	p, ev := e.payout(e.ws, "po-late", 1)
-	if _, _, err := e.s.CreatePayout(t.Context(), p, ev); !errors.Is(err, ErrClosed) || err.Error() != "sqlstore: store is closed" {
+	if _, _, err := e.s.CreatePayout(t.Context(), p, ev, payoutkit.Lease{}); !errors.Is(err, ErrClosed) || err.Error() != "sqlstore: store is closed" {
 		t.Fatalf("write after Close: %v; want ErrClosed", err)
 	}
 
@@ -442,7 +442,7 @@ func TestBatchCloseWithQueuedWrites(t *testing.T) {
 func TestBatchClaimCommitFailure(t *testing.T) {
 	e := newBatchEnv(t, 500)
 	p, ev := e.payout(e.ws, "po-1", 100)
-	if _, _, err := e.s.CreatePayout(t.Context(), p, ev); err != nil {
+	if _, _, err := e.s.CreatePayout(t.Context(), p, ev, payoutkit.Lease{}); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().Add(48 * time.Hour) // after the events' times, which the helper fixes

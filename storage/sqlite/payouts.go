@@ -12,8 +12,10 @@ import (
 )
 
 const (
-	insertPayoutSQL = `INSERT INTO payouts (` + sqlcore.PayoutCols + `)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+	// insertPayoutSQL: $1-$12 the payout (payoutArgs), $13-$15 its
+	// hand-off lease (sqlcore.LeaseArgs).
+	insertPayoutSQL = `INSERT INTO payouts (` + sqlcore.PayoutCols + `, ` + sqlcore.PayoutLeaseCols + `)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 		ON CONFLICT (workspace_id, payout_id) DO NOTHING`
 	// The no-overdraft rule: the debit happens only if it leaves the
 	// available balance at zero or above. It happens only while the
@@ -51,6 +53,14 @@ const (
 var insertEventSQL = `INSERT INTO events (` + sqlcore.EventCols + `)
 	SELECT $2, w.id, ` + sqlcore.EventValues([]string{"$3", "$4", "$5", "$6", "$7", "$8", "$9", "$10"}) + ` FROM workspaces w WHERE w.id = $1`
 
+// insertCreatedEventSQL is insertEventSQL for a new payout's event, with
+// $11 and $12 the lease owner and end (NULL for none) that a workspace
+// with a webhook URL stores it leased with.
+var insertCreatedEventSQL = `INSERT INTO events (` + sqlcore.EventCols + `, ` + sqlcore.EventLeaseCols + `)
+	SELECT $2, w.id, ` + sqlcore.EventValues([]string{"$3", "$4", "$5", "$6", "$7", "$8", "$9", "$10"}) + `,
+		CASE WHEN w.webhook_url = '' THEN NULL ELSE $11 END, CASE WHEN w.webhook_url = '' THEN NULL ELSE $12 END
+	FROM workspaces w WHERE w.id = $1`
+
 func payoutArgs(p payoutkit.Payout) []any { return sqlcore.PayoutArgs(p, ts) }
 func eventArgs(ev payoutkit.Event) []any  { return sqlcore.EventArgs(ev, ts) }
 
@@ -58,11 +68,11 @@ func eventArgs(ev payoutkit.Event) []any  { return sqlcore.EventArgs(ev, ts) }
 // its id is taken, debit the balance if it covers the amount, record the
 // ledger entry and the event; one savepoint of a group-committed
 // transaction (or none: a refusal changes nothing), all or nothing.
-func (s *Store) CreatePayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event) (payoutkit.Payout, bool, error) {
+func (s *Store) CreatePayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event, lease payoutkit.Lease) (payoutkit.Payout, bool, error) {
 	p.Approval = payoutkit.ApprovalNone // as the payout is inserted; its policy check may hold it
-	op := &createPayoutOp{s: s, p: p, ev: ev}
+	op := &createPayoutOp{s: s, p: p, ev: ev, lease: lease}
 	stored, created, err := op.result(ctx, s.w.Write(ctx, true, op.run))
-	if created && err == nil {
+	if created && err == nil && lease.Owner == "" {
 		s.w.Committed()
 	}
 	return stored, created, err
@@ -75,13 +85,14 @@ type createPayoutOp struct {
 	s       *Store
 	p       payoutkit.Payout
 	ev      payoutkit.Event
+	lease   payoutkit.Lease
 	stored  payoutkit.Payout
 	created bool
 }
 
 func (op *createPayoutOp) run(ctx context.Context, tx *sql.Tx) error {
 	if _, judgeFirst := op.s.d.controlled.Load(op.p.WorkspaceID); judgeFirst {
-		inserted, err := op.s.insertPayout(ctx, tx, op.p)
+		inserted, err := op.s.insertPayout(ctx, tx, op.p, op.lease)
 		switch {
 		case err != nil:
 			return err
@@ -90,7 +101,7 @@ func (op *createPayoutOp) run(ctx context.Context, tx *sql.Tx) error {
 		}
 		return op.controlled(ctx, tx, false)
 	}
-	inserted, debited, err := op.s.createPayout(ctx, tx, op.p, op.ev)
+	inserted, debited, err := op.s.createPayout(ctx, tx, op.p, op.ev, op.lease)
 	if err != nil {
 		return err
 	}
@@ -139,7 +150,7 @@ func (op *createPayoutOp) controlled(ctx context.Context, tx *sql.Tx, debitTried
 		if debitTried {
 			return refuse(payoutkit.ErrInsufficientBalance)
 		}
-		debited, err := op.s.debit(ctx, tx, op.p, op.ev)
+		debited, err := op.s.debit(ctx, tx, op.p, op.ev, op.lease)
 		switch {
 		case err != nil:
 			return err
@@ -170,7 +181,7 @@ func (op *createPayoutOp) controlled(ctx context.Context, tx *sql.Tx, debitTried
 			return err
 		}
 	}
-	if err := op.s.afterDebit(ctx, tx, p, ev); err != nil {
+	if err := op.s.afterDebit(ctx, tx, p, ev, op.lease); err != nil {
 		return err
 	}
 	if err := j.Record(ctx, tx); err != nil {
@@ -187,18 +198,20 @@ func (op *createPayoutOp) result(ctx context.Context, err error) (payoutkit.Payo
 	return op.stored, op.created, nil
 }
 
-// createPayout runs CreatePayout's five statements in tx.
-func (s *Store) createPayout(ctx context.Context, tx *sql.Tx, p payoutkit.Payout, ev payoutkit.Event) (inserted, debited bool, err error) {
-	if inserted, err = s.insertPayout(ctx, tx, p); err != nil || !inserted {
+// createPayout runs CreatePayout's statements in tx.
+func (s *Store) createPayout(ctx context.Context, tx *sql.Tx, p payoutkit.Payout, ev payoutkit.Event, lease payoutkit.Lease) (inserted, debited bool, err error) {
+	if inserted, err = s.insertPayout(ctx, tx, p, lease); err != nil || !inserted {
 		return inserted, false, err
 	}
-	debited, err = s.debit(ctx, tx, p, ev)
+	debited, err = s.debit(ctx, tx, p, ev, lease)
 	return true, debited, err
 }
 
-// insertPayout inserts p unless its id is taken.
-func (s *Store) insertPayout(ctx context.Context, tx *sql.Tx, p payoutkit.Payout) (bool, error) {
-	res, err := s.st.exec(ctx, tx, insertPayoutSQL, payoutArgs(p)...)
+// insertPayout inserts p, its hand-off leased as lease says, unless its id
+// is taken.
+func (s *Store) insertPayout(ctx context.Context, tx *sql.Tx, p payoutkit.Payout, lease payoutkit.Lease) (bool, error) {
+	owner, token, until := sqlcore.LeaseArgs(lease, ts)
+	res, err := s.st.exec(ctx, tx, insertPayoutSQL, append(payoutArgs(p), owner, token, until)...)
 	if err != nil {
 		return false, err
 	}
@@ -208,7 +221,7 @@ func (s *Store) insertPayout(ctx context.Context, tx *sql.Tx, p payoutkit.Payout
 
 // debit takes the inserted payout p from a balance that covers it, in a
 // workspace without payout controls, and records it (afterDebit).
-func (s *Store) debit(ctx context.Context, tx *sql.Tx, p payoutkit.Payout, ev payoutkit.Event) (bool, error) {
+func (s *Store) debit(ctx context.Context, tx *sql.Tx, p payoutkit.Payout, ev payoutkit.Event, lease payoutkit.Lease) (bool, error) {
 	res, err := s.st.exec(ctx, tx, debitSQL, p.WorkspaceID, int64(p.Amount))
 	if err != nil {
 		return false, err
@@ -216,13 +229,13 @@ func (s *Store) debit(ctx context.Context, tx *sql.Tx, p payoutkit.Payout, ev pa
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return false, err
 	}
-	return true, s.afterDebit(ctx, tx, p, ev)
+	return true, s.afterDebit(ctx, tx, p, ev, lease)
 }
 
 // afterDebit records a debited payout's day counter, customer movement,
-// ledger entry and event in tx. Every path that creates a payout comes
-// through here.
-func (s *Store) afterDebit(ctx context.Context, tx *sql.Tx, p payoutkit.Payout, ev payoutkit.Event) error {
+// ledger entry and event (leased as lease says) in tx. Every path that
+// creates a payout comes through here.
+func (s *Store) afterDebit(ctx context.Context, tx *sql.Tx, p payoutkit.Payout, ev payoutkit.Event, lease payoutkit.Lease) error {
 	if _, err := s.st.exec(ctx, tx, sqlcore.AddPayoutDaySQL, p.WorkspaceID, payoutkit.PayoutDay(p.CreatedAt)); err != nil {
 		return err
 	}
@@ -233,7 +246,8 @@ func (s *Store) afterDebit(ctx context.Context, tx *sql.Tx, p payoutkit.Payout, 
 		p.WorkspaceID, string(payoutkit.LedgerPayoutDebit), -int64(p.Amount), p.PayoutID, ev.ID, ts(ev.CreatedAt)); err != nil {
 		return err
 	}
-	_, err := s.st.exec(ctx, tx, insertEventSQL, append([]any{p.WorkspaceID}, eventArgs(ev)...)...)
+	owner, _, until := sqlcore.LeaseArgs(lease, ts)
+	_, err := s.st.exec(ctx, tx, insertCreatedEventSQL, append(append([]any{p.WorkspaceID}, eventArgs(ev)...), owner, until)...)
 	return err
 }
 

@@ -38,7 +38,7 @@ func TestPriorityWritesBesideLoad(t *testing.T) {
 					Subject: "payout:" + id, CreatedAt: at, Body: []byte(`{}`),
 					EventDelivery: payoutkit.EventDelivery{State: payoutkit.DeliveryPending, NextAttemptAt: at},
 				}
-				if _, _, err := e.s.CreatePayout(ctx, p, ev); err != nil && ctx.Err() == nil {
+				if _, _, err := e.s.CreatePayout(ctx, p, ev, payoutkit.Lease{}); err != nil && ctx.Err() == nil {
 					t.Errorf("create payout: %v", err)
 					return
 				}

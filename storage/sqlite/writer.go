@@ -149,7 +149,7 @@ func (d *db) Close() error {
 // it first runs them. The cold paths (listing, admin, the audit) parse
 // their statements each time.
 var (
-	preparedWrites = []string{insertPayoutSQL, debitSQL, insertLedgerSQL, insertEventSQL,
+	preparedWrites = []string{insertPayoutSQL, debitSQL, insertLedgerSQL, insertEventSQL, insertCreatedEventSQL,
 		settlePayoutSQL, settleBalanceSQL, sqlcore.AddPayoutDaySQL, sqlcore.SettlePayoutDaySQL, insertOrderSQL, payOrderSQL, creditSQL, moveCustomerSQL,
 		savepointSQL, releaseSQL, rollbackToSQL, recordAttemptSQL, insertAttemptSQL, markHandedOffSQL,
 		claimEventsSQL, claimHandoffsSQL, controlledDebitSQL, rejectPayoutSQL}

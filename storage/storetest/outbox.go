@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -537,4 +538,92 @@ func wantHealthByState(t *testing.T, e *env, h payoutkit.OutboxHealth, workspace
 	if got != h {
 		t.Fatalf("health %+v; the events' states count %+v", h, got)
 	}
+}
+
+// testCreateLeased: a create leased to its engine (payoutkit.Lease) stores
+// the payout's hand-off and its event claimed by the lease's owner. No claim
+// takes them before the lease ends; the owner records both without a claim,
+// with the first claim's fencing token; once the lease has ended, any
+// engine claims what is left, with a newer token, and the owner's late
+// records are refused. A held payout's hand-off and the event of a
+// workspace without a webhook URL are not leased.
+func testCreateLeased(t *testing.T, open Open) {
+	e := newEnv(t, open)
+	ws := e.workspace().Workspace.ID
+	e.fund(ws, "100.00")
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	lease := payoutkit.Lease{Owner: "A", Until: now.Add(time.Minute)}
+	create := func(ws, id string, l payoutkit.Lease) (payoutkit.Payout, payoutkit.Event) {
+		t.Helper()
+		p := payoutkit.Payout{WorkspaceID: ws, PayoutID: id, Status: payoutkit.PayoutSubmitted, Amount: 100, Asset: "USDT", Network: "TRON",
+			Address: TronAddress, PayerID: "cust-1", CreatedAt: now, UpdatedAt: now}
+		ev := payoutkit.Event{ID: "evt_leased" + randomSuffix() + id, WorkspaceID: ws, Type: payoutkit.EventPayoutSubmitted,
+			Subject: "payout:" + id, CreatedAt: now, EventDelivery: payoutkit.EventDelivery{State: payoutkit.DeliveryPending, NextAttemptAt: now}}
+		ev = must[payoutkit.Event](t)(ev.WithPayout(p))
+		stored, created, err := e.store.CreatePayout(e.ctx, p, ev, l)
+		if err != nil || !created {
+			t.Fatalf("CreatePayout(%s) = %v, %v", id, created, err)
+		}
+		return stored, ev
+	}
+	p1, ev1 := create(ws, "po-1", lease)
+	p2, ev2 := create(ws, "po-2", lease)
+	// Before the lease ends, no claim takes either: the events claimed are
+	// the funding order's only.
+	during := now.Add(30 * time.Second)
+	if got := must[[]payoutkit.PayoutLease](t)(e.store.ClaimPayoutHandoffs(e.ctx, "B", during, during.Add(time.Minute), 10)); len(got) != 0 {
+		t.Fatalf("leased payouts claimed by another: %+v", got)
+	}
+	for _, ev := range must[[]payoutkit.Event](t)(e.store.ClaimEvents(e.ctx, "B", during, during.Add(time.Minute), 10)) {
+		if strings.HasPrefix(ev.Subject, "payout:") {
+			t.Fatalf("leased event claimed by another: %+v", ev)
+		}
+	}
+	// The owner records po-1's hand-off and delivery without a claim.
+	noErr(t, e.store.MarkPayoutHandedOff(e.ctx, payoutkit.PayoutLease{Payout: p1, Owner: "A", Token: 1}, during))
+	noErr(t, e.store.RecordAttempt(e.ctx, "A", payoutkit.DeliveryAttempt{EventID: ev1.ID, Attempt: 1, At: during, StatusCode: 200},
+		payoutkit.EventDelivery{State: payoutkit.DeliveryDelivered, Attempts: 1}))
+	// After the lease, po-2's are anyone's; A's late records are refused.
+	after := lease.Until.Add(time.Second)
+	got := must[[]payoutkit.PayoutLease](t)(e.store.ClaimPayoutHandoffs(e.ctx, "B", after, after.Add(time.Minute), 10))
+	if len(got) != 1 || got[0].PayoutID != p2.PayoutID || got[0].Token <= 1 {
+		t.Fatalf("claimed after the lease %+v; want po-2 alone, with a token above 1", got)
+	}
+	evs := must[[]payoutkit.Event](t)(e.store.ClaimEvents(e.ctx, "B", after, after.Add(time.Minute), 10))
+	if len(evs) != 1 || evs[0].ID != ev2.ID || string(evs[0].Body) != string(ev2.Body) {
+		t.Fatalf("events claimed after the lease %+v; want po-2's alone", evs)
+	}
+	wantErr(t, e.store.MarkPayoutHandedOff(e.ctx, payoutkit.PayoutLease{Payout: p2, Owner: "A", Token: 1}, after), payoutkit.ErrConflict)
+	wantErr(t, e.store.RecordAttempt(e.ctx, "A", payoutkit.DeliveryAttempt{EventID: ev2.ID, Attempt: 1, At: after, StatusCode: 200},
+		payoutkit.EventDelivery{State: payoutkit.DeliveryDelivered, Attempts: 1}), payoutkit.ErrConflict)
+	noErr(t, e.store.MarkPayoutHandedOff(e.ctx, got[0], after))
+
+	// A held payout's hand-off is not leased: once approved it is claimed
+	// at once. Its event is, with the hold in its body.
+	e.policy(ws, payoutkit.PolicyPatch{ApprovalOver: limit("0.50")})
+	held, heldEv := create(ws, "po-held", lease)
+	if held.Approval != payoutkit.ApprovalPending {
+		t.Fatalf("po-held approval %q; want pending", held.Approval)
+	}
+	must[payoutkit.Payout](t)(e.eng.ApprovePayout(e.ctx, ws, "po-held", payoutkit.ActorCLI))
+	if got := must[[]payoutkit.PayoutLease](t)(e.store.ClaimPayoutHandoffs(e.ctx, "B", during, during.Add(time.Minute), 10)); len(got) != 1 || got[0].PayoutID != "po-held" {
+		t.Fatalf("approved payout claimed %+v; want po-held at once", got)
+	}
+	heldEv = must[payoutkit.Event](t)(heldEv.WithPayout(held))
+	noErr(t, e.store.RecordAttempt(e.ctx, "A", payoutkit.DeliveryAttempt{EventID: heldEv.ID, Attempt: 1, At: during, StatusCode: 200},
+		payoutkit.EventDelivery{State: payoutkit.DeliveryDelivered, Attempts: 1}))
+	if evs := must[[]payoutkit.Event](t)(e.store.SubjectEvents(e.ctx, ws, "payout:po-held")); len(evs) != 1 ||
+		string(evs[0].Body) != string(heldEv.Body) || evs[0].State != payoutkit.DeliveryDelivered {
+		t.Fatalf("held payout's event %+v; want its body with the hold, delivered", evs)
+	}
+
+	// A workspace without a webhook URL keeps the event failed, unleased.
+	nw := must[payoutkit.NewWorkspace](t)(e.eng.CreateWorkspace(e.ctx, payoutkit.CreateWorkspaceRequest{Name: "No hooks"}))
+	e.fund(nw.Workspace.ID, "10.00")
+	_, quiet := create(nw.Workspace.ID, "po-quiet", lease)
+	stored := must[payoutkit.Event](t)(e.store.Event(e.ctx, nw.Workspace.ID, quiet.ID))
+	if stored.State != payoutkit.DeliveryFailed || stored.LastError != payoutkit.NoWebhookURLError {
+		t.Fatalf("event of a workspace without a URL %+v; want failed, not sent", stored.EventDelivery)
+	}
+	e.audit(ws)
 }

@@ -85,7 +85,6 @@ const (
 	spendDropSQL       = `DELETE FROM payout_spend WHERE workspace_id = $1 AND hour < $2`
 	spendClearSQL      = `DELETE FROM payout_spend WHERE workspace_id = $1`
 	windowFillSQL      = `SELECT created_at, amount FROM payouts WHERE workspace_id = $1 AND created_at > $2 AND status <> 'failed'`
-	holdPayoutSQL      = `UPDATE payouts SET approval = 'pending' WHERE workspace_id = $1 AND payout_id = $2`
 	insertLogSQL       = `INSERT INTO security_log (workspace_id, at, action, actor, client_addr, details) VALUES ($1, $2, $3, $4, $5, $6)`
 	securityLogCols    = `workspace_id, at, action, actor, client_addr, details`
 	securityPageSQL    = `SELECT ` + securityLogCols + `, seq FROM security_log WHERE workspace_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`
@@ -99,6 +98,12 @@ const (
 	approveSQL = `UPDATE payouts SET approval = 'approved', updated_at = $3
 		WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted' AND approval = 'pending'`
 )
+
+// holdPayoutSQL holds a payout for approval. It is not handed over until
+// approved, so a hand-off lease its create took (payoutkit.Lease) is given
+// up: the approval's claim need not wait for it.
+const holdPayoutSQL = `UPDATE payouts SET approval = 'pending', handoff_owner = NULL, handoff_lease_until = NULL
+	WHERE workspace_id = $1 AND payout_id = $2`
 
 // ControlWriteSQL are the statements that creates and failures run for the
 // payout controls, for a store that prepares the statements of its hot

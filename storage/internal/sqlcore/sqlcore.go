@@ -251,6 +251,24 @@ const (
 	SessionCols    = `token_hash, workspace_id, staff_email, created_at, last_seen_at`
 )
 
+// PayoutLeaseCols are a new payout's hand-off lease columns, and
+// EventLeaseCols a new event's lease columns, as a create leased to its
+// engine (payoutkit.Lease) writes them: LeaseArgs gives their values.
+const (
+	PayoutLeaseCols = `handoff_owner, handoff_token, handoff_lease_until`
+	EventLeaseCols  = `lease_owner, lease_until`
+)
+
+// LeaseArgs are l's owner (NULL for none), the hand-off's fencing token
+// (1 when leased, as a first claim's, otherwise 0) and l's end (NULL for
+// none), its time as ts stores it.
+func LeaseArgs(l payoutkit.Lease, ts func(time.Time) any) (owner, token, until any) {
+	if l.Owner == "" {
+		return nil, 0, nil
+	}
+	return l.Owner, 1, ts(l.Until)
+}
+
 // ScanPayout scans PayoutReadCols, then extra.
 func ScanPayout(sc Scanner, extra ...any) (payoutkit.Payout, error) {
 	var p payoutkit.Payout

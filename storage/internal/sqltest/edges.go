@@ -42,7 +42,7 @@ func RoundTrip(t *testing.T, s payoutkit.Store) {
 		ID: "evt_roundtrip000000000000", WorkspaceID: ws, Type: payoutkit.EventPayoutSubmitted, Subject: "payout:po-rt",
 		CreatedAt: at, Body: body, EventDelivery: payoutkit.EventDelivery{State: payoutkit.DeliveryPending, NextAttemptAt: at},
 	}
-	stored, created, err := s.CreatePayout(ctx, p, ev)
+	stored, created, err := s.CreatePayout(ctx, p, ev, payoutkit.Lease{})
 	if err != nil || !created {
 		t.Fatalf("CreatePayout = %v, %v", created, err)
 	}
@@ -96,7 +96,7 @@ func StoreEdges(t *testing.T, s payoutkit.Store) {
 	ev := payoutkit.Event{ID: "evt_x", Type: payoutkit.EventPayoutSubmitted, Subject: "payout:p", CreatedAt: now, Body: []byte("{}"),
 		EventDelivery: payoutkit.EventDelivery{State: payoutkit.DeliveryPending, NextAttemptAt: now}}
 	_, _, err = s.CreatePayout(ctx, payoutkit.Payout{WorkspaceID: "ws_missing", PayoutID: "p", Status: payoutkit.PayoutSubmitted,
-		Amount: 1, CreatedAt: now, UpdatedAt: now}, ev)
+		Amount: 1, CreatedAt: now, UpdatedAt: now}, ev, payoutkit.Lease{})
 	wantIs(t, err, payoutkit.ErrNotFound)
 	_, _, err = s.CreateOrder(ctx, payoutkit.Order{WorkspaceID: "ws_missing", OrderID: "o", Status: payoutkit.OrderPending,
 		Amount: 1, CreatedAt: now, UpdatedAt: now})
