@@ -223,9 +223,13 @@ const markHandedOffSQL = `UPDATE payouts SET handed_off_at = COALESCE(handed_off
 	WHERE workspace_id = $1 AND payout_id = $2 AND handoff_owner = $4 AND handoff_token = $5`
 
 // MarkPayoutHandedOff implements payoutkit.PayoutStore: a conditional
-// update on the claim's owner and fencing token.
+// update on the claim's owner and fencing token. It goes in the outbox's
+// batches, with the delivery attempts, not in its workspace's: those hold
+// the workspace's balance row from their first create to their COMMIT, and
+// a hand-off record there (a new version of the payout in every index)
+// made every create of a hot workspace wait for it.
 func (s *Store) MarkPayoutHandedOff(ctx context.Context, l payoutkit.PayoutLease, at time.Time) error {
-	res, err := s.w.Exec(ctx, l.WorkspaceID, markHandedOffSQL, l.WorkspaceID, l.PayoutID, ts(at), l.Owner, l.Token)
+	res, err := s.w.Exec(ctx, "", markHandedOffSQL, l.WorkspaceID, l.PayoutID, ts(at), l.Owner, l.Token)
 	if err != nil {
 		return translate(ctx, "mark payout handed off", err)
 	}
