@@ -40,18 +40,23 @@ func (s *Store) ClaimEventsExcept(ctx context.Context, owner string, now, leaseU
 // RecordAttempt implements payoutkit.Outbox: one statement, pipelined with
 // the other writes of its batch.
 func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.DeliveryAttempt, next payoutkit.EventDelivery) error {
-	args := []any{a.EventID, owner, string(next.State), next.Attempts, ts(next.NextAttemptAt), sqlcore.CleanText(next.LastError),
-		a.Attempt, ts(a.At), a.StatusCode, int64(a.Latency), sqlcore.CleanText(a.Error), sqlcore.CleanText(a.ResponseHead)}
+	query := pgRecordAttemptSQL
+	args := []any{a.EventID, owner, string(next.State), next.Attempts, ts(next.NextAttemptAt), sqlcore.CleanText(next.LastError)}
+	if next.State == payoutkit.DeliveryDelivered {
+		query, args = pgRecordDeliveredSQL, append(args, sqlcore.DeliveredArgs(a, ts)...)
+	} else {
+		args = append(args, a.Attempt, ts(a.At), a.StatusCode, int64(a.Latency), sqlcore.CleanText(a.Error), sqlcore.CleanText(a.ResponseHead))
+	}
 	var recorded bool
 	err := s.w.WritePiped(ctx, "", func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, pgRecordAttemptSQL, args...)
+		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
 			return err
 		}
 		n, err := res.RowsAffected()
 		recorded = n == 1
 		return err
-	}, execPipe(pgRecordAttemptSQL, args, func(n int64) { recorded = n == 1 }))
+	}, execPipe(query, args, func(n int64) { recorded = n == 1 }))
 	if err != nil {
 		return translate(ctx, "record delivery attempt", err)
 	}
@@ -68,7 +73,12 @@ func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.Del
 
 // ResendEvent implements payoutkit.Outbox.
 func (s *Store) ResendEvent(ctx context.Context, workspaceID, eventID string, now time.Time) error {
-	res, err := s.w.Admin().ExecContext(ctx, sqlcore.ResendEventSQL, eventID, workspaceID, ts(now))
+	var res sql.Result
+	err := s.w.InTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		res, err = sqlcore.ResendEvent(ctx, tx, eventID, workspaceID, ts(now))
+		return err
+	})
 	if err != nil {
 		return translate(ctx, "resend event", err)
 	}

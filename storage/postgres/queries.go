@@ -221,5 +221,12 @@ const pgRecordAttemptSQL = `WITH u AS (
 INSERT INTO delivery_attempts (` + sqlcore.AttemptCols + `)
 SELECT id, $7::integer, $8::timestamptz, $9::integer, $10::bigint, $11::text, $12::text FROM u`
 
+// pgRecordDeliveredSQL is pgRecordAttemptSQL for a delivered event, which
+// keeps its attempt, $7-$10 (sqlcore.DeliveredArgs), on its own row: one
+// update of the event, no row of delivery_attempts.
+const pgRecordDeliveredSQL = `UPDATE events SET state = $3, attempts = $4, next_attempt_at = $5, last_error = $6, lease_owner = NULL, lease_until = NULL,
+	(` + sqlcore.DeliveredCols + `) = ($7::timestamptz, $8::integer, $9::bigint, $10::text)
+	WHERE id = $1 AND lease_owner = $2`
+
 // pgInsertEventSQL inserts one event: $1 its workspace, $2-$10 EventArgs.
 var pgInsertEventSQL = pgEventInsert("(SELECT $1::text AS workspace_id)", 2)

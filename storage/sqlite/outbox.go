@@ -24,6 +24,11 @@ const (
 	recordAttemptSQL = `UPDATE events SET state = $3, attempts = $4, next_attempt_at = $5, last_error = $6,
 		lease_owner = NULL, lease_until = NULL
 		WHERE id = $1 AND lease_owner = $2 AND state = 'pending'`
+	// recordDeliveredSQL is recordAttemptSQL for a delivered event, which
+	// keeps its attempt, $7-$10 (sqlcore.DeliveredArgs), on its own row.
+	recordDeliveredSQL = `UPDATE events SET state = $3, attempts = $4, next_attempt_at = $5, last_error = $6,
+		lease_owner = NULL, lease_until = NULL, (` + sqlcore.DeliveredCols + `) = ($7, $8, $9, $10)
+		WHERE id = $1 AND lease_owner = $2 AND state = 'pending'`
 )
 
 // ClaimEvents implements payoutkit.Outbox. It is one statement, which the
@@ -61,6 +66,17 @@ func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.Del
 	// anything changed.
 	err := s.w.Write(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
 		recorded = false
+		if next.State == payoutkit.DeliveryDelivered {
+			res, err := s.st.exec(ctx, tx, recordDeliveredSQL, append(eventArgs, sqlcore.DeliveredArgs(a, ts)...)...)
+			if err != nil {
+				return err
+			}
+			if err := sqlcore.MustAffect(res, sqlcore.ErrNothingToCommit); err != nil {
+				return err
+			}
+			recorded = true
+			return nil
+		}
 		res, err := s.st.exec(ctx, tx, recordAttemptSQL, eventArgs...)
 		if err != nil {
 			return err
@@ -93,7 +109,12 @@ func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.Del
 
 // ResendEvent implements payoutkit.Outbox.
 func (s *Store) ResendEvent(ctx context.Context, workspaceID, eventID string, now time.Time) error {
-	res, err := s.w.Admin().ExecContext(ctx, sqlcore.ResendEventSQL, eventID, workspaceID, ts(now))
+	var res sql.Result
+	err := s.w.InTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		res, err = sqlcore.ResendEvent(ctx, tx, eventID, workspaceID, ts(now))
+		return err
+	})
 	if err != nil {
 		return translate(ctx, "resend event", err)
 	}

@@ -151,7 +151,7 @@ func (d *db) Close() error {
 var (
 	preparedWrites = []string{insertPayoutSQL, debitSQL, insertLedgerSQL, insertEventSQL, insertCreatedEventSQL,
 		settlePayoutSQL, settleBalanceSQL, sqlcore.AddPayoutDaySQL, sqlcore.SettlePayoutDaySQL, insertOrderSQL, payOrderSQL, creditSQL, moveCustomerSQL,
-		savepointSQL, releaseSQL, rollbackToSQL, recordAttemptSQL, insertAttemptSQL, markHandedOffSQL,
+		savepointSQL, releaseSQL, rollbackToSQL, recordAttemptSQL, recordDeliveredSQL, insertAttemptSQL, markHandedOffSQL,
 		claimEventsSQL, claimHandoffsSQL, controlledDebitSQL, rejectPayoutSQL}
 	preparedReads = []string{sqlcore.SelectPayoutSQL, sqlcore.SelectOrderSQL, sqlcore.BalanceSQL, sqlcore.APIKeySQL, sqlcore.WorkspaceSQL, sqlcore.APIKeyBalanceSQL}
 )

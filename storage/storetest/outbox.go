@@ -180,6 +180,12 @@ func testOutbox(t *testing.T, open Open) {
 			attempts[0].Latency != time.Millisecond || attempts[1].StatusCode != 200 || attempts[1].Attempt != 2 {
 			t.Fatalf("attempts = %+v", attempts)
 		}
+		// The delivered attempt reads back whole, as a failed one does.
+		delivered := attempts[1]
+		if delivered.EventID != sub1.ID || !delivered.At.Equal(later.Truncate(time.Microsecond)) && !delivered.At.Equal(later) ||
+			delivered.Latency != 2*time.Millisecond || delivered.ResponseHead != "success" || delivered.Error != "" {
+			t.Fatalf("delivered attempt = %+v", delivered)
+		}
 		failed := must[payoutkit.Event](t)(e.store.Event(e.ctx, ws, c[0].ID))
 		if failed.State != payoutkit.DeliveryFailed || failed.LastError != "connection refused" || failed.Attempts != 1 {
 			t.Fatalf("failed event state %+v", failed.EventDelivery)
@@ -190,6 +196,19 @@ func testOutbox(t *testing.T, open Open) {
 		r := must[[]payoutkit.Event](t)(e.store.ClaimEvents(e.ctx, "E", later, later.Add(time.Minute), 10))
 		if len(r) != 1 || r[0].ID != failed.ID || string(r[0].Body) != string(c[0].Body) {
 			t.Fatalf("resend claim = %s", subjects(r))
+		}
+		// Resending a delivered event keeps its delivered attempt in its
+		// history, before the attempts that follow.
+		noErr(t, e.store.ResendEvent(e.ctx, ws, sub1.ID, later))
+		if again := must[[]payoutkit.Event](t)(e.store.ClaimEvents(e.ctx, "F", later, later.Add(time.Minute), 10)); len(again) != 1 || again[0].ID != sub1.ID || again[0].Attempts != 2 {
+			t.Fatalf("claim after resending a delivered event = %+v", again)
+		}
+		noErr(t, e.store.RecordAttempt(e.ctx, "F",
+			payoutkit.DeliveryAttempt{EventID: sub1.ID, Attempt: 3, At: later, StatusCode: 502, Error: "status 502", ResponseHead: "bad gateway"},
+			payoutkit.EventDelivery{State: payoutkit.DeliveryFailed, Attempts: 3, LastError: "status 502"}))
+		history := must[[]payoutkit.DeliveryAttempt](t)(e.store.DeliveryAttempts(e.ctx, ws, sub1.ID))
+		if len(history) != 3 || history[0].StatusCode != 500 || history[1] != delivered || history[2].StatusCode != 502 || history[2].Attempt != 3 {
+			t.Fatalf("attempts after a resend = %+v; want the 500, the delivered one, the 502", history)
 		}
 		wantErr(t, e.store.ResendEvent(e.ctx, ws, "evt_missing", later), payoutkit.ErrNotFound)
 	})

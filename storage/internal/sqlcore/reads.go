@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	"github.com/payoutkit/payoutkit"
@@ -72,19 +73,47 @@ func SubjectEvents(ctx context.Context, q Querier, workspaceID, subject string) 
 	return evs, nil
 }
 
-// DeliveryAttempts reads an event's attempts through q, oldest first.
+// DeliveredCols are the columns where a delivered event keeps its
+// successful attempt (DeliveredAttempt): its time, status code, latency and
+// response head. Failed attempts are rows of delivery_attempts.
+const DeliveredCols = `delivered_at, delivered_status, delivered_latency_ns, delivered_head`
+
+// deliveredAttemptCols read an event's delivered attempt as AttemptCols.
+const deliveredAttemptCols = `id, attempts, delivered_at, delivered_status, delivered_latency_ns, '', delivered_head`
+
+// DeliveredArgs are a's DeliveredCols, its time as ts stores it.
+func DeliveredArgs(a payoutkit.DeliveryAttempt, ts func(time.Time) any) []any {
+	return []any{ts(a.At), a.StatusCode, int64(a.Latency), CleanText(a.ResponseHead)}
+}
+
+// DeliveryAttempts reads an event's attempts through q, oldest first: the
+// rows of delivery_attempts and the delivered one its event keeps.
 func DeliveryAttempts(ctx context.Context, q Querier, eventID string) ([]payoutkit.DeliveryAttempt, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+AttemptCols+` FROM delivery_attempts WHERE event_id = $1 ORDER BY seq`, eventID)
+	rows, err := q.QueryContext(ctx, `SELECT `+AttemptCols+` FROM (
+		SELECT `+AttemptCols+`, seq AS ord FROM delivery_attempts WHERE event_id = $1
+		UNION ALL
+		SELECT `+deliveredAttemptCols+`, 0 FROM events WHERE id = $1 AND delivered_at IS NOT NULL
+	) a ORDER BY attempt, ord`, eventID)
 	if err != nil {
 		return nil, err
 	}
 	return Collect(rows, ScanAttempt)
 }
 
-// ResendEventSQL makes a settled event ($1 id, $2 workspace) pending again,
-// due at $3.
-const ResendEventSQL = `UPDATE events SET state = 'pending', next_attempt_at = $3, lease_owner = NULL, lease_until = NULL
-		WHERE id = $1 AND workspace_id = $2 AND state <> 'pending'`
+// ResendEvent makes a settled event pending again in tx, due at now; the
+// attempt a delivered one kept (DeliveredCols) becomes a row of
+// delivery_attempts first, so that a later one takes its place. res is the
+// UPDATE's: no row when the event is pending already, or not there.
+func ResendEvent(ctx context.Context, tx *sql.Tx, eventID, workspaceID string, now any) (res sql.Result, err error) {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO delivery_attempts (`+AttemptCols+`)
+		SELECT `+deliveredAttemptCols+` FROM events
+		WHERE id = $1 AND workspace_id = $2 AND state <> 'pending' AND delivered_at IS NOT NULL`, eventID, workspaceID); err != nil {
+		return nil, err
+	}
+	return tx.ExecContext(ctx, `UPDATE events SET state = 'pending', next_attempt_at = $3, lease_owner = NULL, lease_until = NULL,
+			delivered_at = NULL, delivered_status = NULL, delivered_latency_ns = NULL, delivered_head = NULL
+		WHERE id = $1 AND workspace_id = $2 AND state <> 'pending'`, eventID, workspaceID, now)
+}
 
 // OutboxHealth reads the outbox's counts through q in one statement. A
 // failed event is counted as not sent when its last error is
