@@ -164,7 +164,7 @@ func BenchmarkPayoutLife(b *testing.B) {
 		time.Sleep(time.Millisecond)
 	}
 	b.StopTimer()
-	b.ReportMetric(float64((processCPU() - cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
 // processCPU is the CPU time (user and system) this process has used.
