@@ -36,34 +36,8 @@ func (p *countingProcessor) Submit(context.Context, payoutkit.Submission, payout
 func BenchmarkDispatch(b *testing.B) {
 	ctx := b.Context()
 	quiet := slog.New(slog.DiscardHandler)
-	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlite.WithLogger(quiet))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	proc := &countingProcessor{}
-	eng, err := payoutkit.New(s, &payoutkit.Config{PasswordCost: bcrypt.MinCost, Processor: proc, Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var delivered atomic.Int64
-	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		delivered.Add(1)
-		_, _ = io.WriteString(w, "success")
-	}))
-	defer receiver.Close()
-	nw, err := eng.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Bench", WebhookURL: receiver.URL})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ws := nw.Workspace.ID
-	if _, _, err := eng.CreateOrder(ctx, ws, payoutkit.CreateOrderRequest{OrderID: "fund", Amount: fmt.Sprintf("%d.00", b.N+1)}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := eng.MarkOrderPaid(ctx, ws, "fund"); err != nil {
-		b.Fatal(err)
-	}
+	bench := newDispatchBench(b, payoutkit.DeliveryConfig{})
+	s, eng, ws, proc, delivered := bench.store, bench.eng, bench.ws, bench.proc, &bench.delivered
 	for i := range b.N {
 		if _, _, err := eng.CreatePayout(ctx, ws, payoutkit.CreatePayoutRequest{
 			PayoutID: fmt.Sprintf("po-%d", i), Amount: "1.00", Asset: "USDT", Network: "TRON",
@@ -107,36 +81,8 @@ func BenchmarkDispatch(b *testing.B) {
 // is handed over and delivered.
 func BenchmarkPayoutLife(b *testing.B) {
 	ctx := b.Context()
-	quiet := slog.New(slog.DiscardHandler)
-	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlite.WithLogger(quiet))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	proc := &countingProcessor{}
-	eng, err := payoutkit.New(s, &payoutkit.Config{PasswordCost: bcrypt.MinCost, Processor: proc, Logger: quiet,
-		Delivery: payoutkit.DeliveryConfig{Notifier: &payoutkit.HTTPNotifier{AllowPrivate: true}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var delivered atomic.Int64
-	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		delivered.Add(1)
-		_, _ = io.WriteString(w, "success")
-	}))
-	defer receiver.Close()
-	nw, err := eng.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Bench", WebhookURL: receiver.URL})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ws := nw.Workspace.ID
-	if _, _, err := eng.CreateOrder(ctx, ws, payoutkit.CreateOrderRequest{OrderID: "fund", Amount: fmt.Sprintf("%d.00", b.N+1)}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := eng.MarkOrderPaid(ctx, ws, "fund"); err != nil {
-		b.Fatal(err)
-	}
+	bench := newDispatchBench(b, payoutkit.DeliveryConfig{Notifier: &payoutkit.HTTPNotifier{AllowPrivate: true}})
+	eng, ws, proc, delivered := bench.eng, bench.ws, bench.proc, &bench.delivered
 	if err := eng.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -174,4 +120,47 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// dispatchBench is an engine on a fresh SQLite store with a counting
+// processor and a workspace funded for b.N payouts of 1.00, whose webhooks
+// go to a receiver on loopback that counts them.
+type dispatchBench struct {
+	store     payoutkit.Store
+	eng       *payoutkit.Engine
+	ws        string
+	proc      *countingProcessor
+	delivered atomic.Int64
+}
+
+func newDispatchBench(b *testing.B, delivery payoutkit.DeliveryConfig) *dispatchBench {
+	ctx := b.Context()
+	quiet := slog.New(slog.DiscardHandler)
+	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlite.WithLogger(quiet))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	bench := &dispatchBench{store: s, proc: &countingProcessor{}}
+	if bench.eng, err = payoutkit.New(s, &payoutkit.Config{PasswordCost: bcrypt.MinCost, Processor: bench.proc, Logger: quiet, Delivery: delivery}); err != nil {
+		b.Fatal(err)
+	}
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		bench.delivered.Add(1)
+		_, _ = io.WriteString(w, "success")
+	}))
+	b.Cleanup(receiver.Close)
+	nw, err := bench.eng.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Bench", WebhookURL: receiver.URL})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bench.ws = nw.Workspace.ID
+	if _, _, err := bench.eng.CreateOrder(ctx, bench.ws, payoutkit.CreateOrderRequest{OrderID: "fund", Amount: fmt.Sprintf("%d.00", b.N+1)}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := bench.eng.MarkOrderPaid(ctx, bench.ws, "fund"); err != nil {
+		b.Fatal(err)
+	}
+	return bench
 }
