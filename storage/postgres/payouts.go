@@ -229,8 +229,8 @@ const markHandedOffSQL = `UPDATE payouts SET handed_off_at = COALESCE(handed_off
 // a hand-off record there (a new version of the payout in every index)
 // made every create of a hot workspace wait for it. A settlement of the
 // same payout racing its record can meet it in a lock cycle with another
-// payout's; PostgreSQL breaks it, and both batches run again write by
-// write, as after any failed statement.
+// payout's; PostgreSQL breaks it by failing one of them, whose batch runs
+// again write by write, as after any failed statement.
 func (s *Store) MarkPayoutHandedOff(ctx context.Context, l payoutkit.PayoutLease, at time.Time) error {
 	res, err := s.w.Exec(ctx, "", markHandedOffSQL, l.WorkspaceID, l.PayoutID, ts(at), l.Owner, l.Token)
 	if err != nil {
