@@ -111,9 +111,9 @@ func (e *NotDueError) Is(target error) bool { return target == ErrNotDue }
 // HandOffPayout gives one claimed payout to the configured Processor and,
 // when the processor accepts it, records the hand-off so that it is never
 // given again. A payout settled since it was read is not handed over (and
-// nil is returned): HandOffPayout reads the payout afresh unless the lease's
-// copy was read within the last second (PayoutLease.ReadAt). Without a processor it only
-// records the hand-off. Errors from the processor are returned as they are
+// nil is returned): HandOffPayout reads the payout afresh unless the
+// lease's copy was read within the last second (PayoutLease.ReadAt).
+// Without a processor it only records the hand-off. Errors from the processor are returned as they are
 // (ErrNotDue among them); the caller retries later. When another claim took
 // the payout over meanwhile (this one's lease ran out), recording fails
 // with ErrConflict: the newer claim's owner records it.

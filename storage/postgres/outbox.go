@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"time"
 
 	"github.com/payoutkit/payoutkit"
@@ -69,28 +68,6 @@ func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.Del
 		return payoutkit.ErrConflict
 	}
 	return nil
-}
-
-// ResendEvent implements payoutkit.Outbox.
-func (s *Store) ResendEvent(ctx context.Context, workspaceID, eventID string, now time.Time) error {
-	var res sql.Result
-	err := s.w.InTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		res, err = sqlcore.ResendEvent(ctx, tx, eventID, workspaceID, ts(now))
-		return err
-	})
-	if err != nil {
-		return translate(ctx, "resend event", err)
-	}
-	if err := sqlcore.MustAffect(res, sqlcore.ErrNothingToCommit); err == nil || !errors.Is(err, sqlcore.ErrNothingToCommit) {
-		if err == nil {
-			s.w.Committed()
-		}
-		return err
-	}
-	// Already pending, or not there.
-	_, err = s.Event(ctx, workspaceID, eventID)
-	return err
 }
 
 // PruneEvents implements payoutkit.Outbox: one statement, which passes

@@ -59,33 +59,28 @@ func (s *Store) ClaimEventsExcept(ctx context.Context, owner string, now, leaseU
 
 // RecordAttempt implements payoutkit.Outbox.
 func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.DeliveryAttempt, next payoutkit.EventDelivery) error {
-	eventArgs := []any{a.EventID, owner, string(next.State), next.Attempts, ts(next.NextAttemptAt), sqlcore.CleanText(next.LastError)}
-	attemptArgs := []any{a.EventID, a.Attempt, ts(a.At), a.StatusCode, int64(a.Latency), sqlcore.CleanText(a.Error), sqlcore.CleanText(a.ResponseHead)}
+	update, eventArgs := recordAttemptSQL, []any{a.EventID, owner, string(next.State), next.Attempts, ts(next.NextAttemptAt), sqlcore.CleanText(next.LastError)}
+	delivered := next.State == payoutkit.DeliveryDelivered
+	if delivered {
+		update, eventArgs = recordDeliveredSQL, append(eventArgs, sqlcore.DeliveredArgs(a, ts)...)
+	}
 	var recorded bool
 	// Refusal-safe: the UPDATE refuses (nothing leased to owner) before
 	// anything changed.
 	err := s.w.Write(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
 		recorded = false
-		if next.State == payoutkit.DeliveryDelivered {
-			res, err := s.st.exec(ctx, tx, recordDeliveredSQL, append(eventArgs, sqlcore.DeliveredArgs(a, ts)...)...)
-			if err != nil {
-				return err
-			}
-			if err := sqlcore.MustAffect(res, sqlcore.ErrNothingToCommit); err != nil {
-				return err
-			}
-			recorded = true
-			return nil
-		}
-		res, err := s.st.exec(ctx, tx, recordAttemptSQL, eventArgs...)
+		res, err := s.st.exec(ctx, tx, update, eventArgs...)
 		if err != nil {
 			return err
 		}
 		if err := sqlcore.MustAffect(res, sqlcore.ErrNothingToCommit); err != nil {
 			return err
 		}
-		if _, err := s.st.exec(ctx, tx, insertAttemptSQL, attemptArgs...); err != nil {
-			return err
+		if !delivered { // a delivered event keeps its attempt on its row
+			if _, err := s.st.exec(ctx, tx, insertAttemptSQL,
+				a.EventID, a.Attempt, ts(a.At), a.StatusCode, int64(a.Latency), sqlcore.CleanText(a.Error), sqlcore.CleanText(a.ResponseHead)); err != nil {
+				return err
+			}
 		}
 		recorded = true
 		return nil
@@ -105,28 +100,6 @@ func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.Del
 		return payoutkit.ErrConflict
 	}
 	return nil
-}
-
-// ResendEvent implements payoutkit.Outbox.
-func (s *Store) ResendEvent(ctx context.Context, workspaceID, eventID string, now time.Time) error {
-	var res sql.Result
-	err := s.w.InTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		res, err = sqlcore.ResendEvent(ctx, tx, eventID, workspaceID, ts(now))
-		return err
-	})
-	if err != nil {
-		return translate(ctx, "resend event", err)
-	}
-	if err := sqlcore.MustAffect(res, sqlcore.ErrNothingToCommit); err == nil || !errors.Is(err, sqlcore.ErrNothingToCommit) {
-		if err == nil {
-			s.w.Committed()
-		}
-		return err
-	}
-	// Already pending, or not there.
-	_, err = s.Event(ctx, workspaceID, eventID)
-	return err
 }
 
 // PruneEvents implements payoutkit.Outbox. The candidates are found on the

@@ -3,6 +3,7 @@ package sqlcore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"time"
 
 	"github.com/payoutkit/payoutkit"
@@ -74,8 +75,8 @@ func SubjectEvents(ctx context.Context, q Querier, workspaceID, subject string) 
 }
 
 // DeliveredCols are the columns where a delivered event keeps its
-// successful attempt (DeliveredAttempt): its time, status code, latency and
-// response head. Failed attempts are rows of delivery_attempts.
+// successful attempt: its time, status code, latency and response head
+// (DeliveredArgs). Failed attempts are rows of delivery_attempts.
 const DeliveredCols = `delivered_at, delivered_status, delivered_latency_ns, delivered_head`
 
 // deliveredAttemptCols read an event's delivered attempt as AttemptCols.
@@ -100,19 +101,36 @@ func DeliveryAttempts(ctx context.Context, q Querier, eventID string) ([]payoutk
 	return Collect(rows, ScanAttempt)
 }
 
-// ResendEvent makes a settled event pending again in tx, due at now; the
-// attempt a delivered one kept (DeliveredCols) becomes a row of
-// delivery_attempts first, so that a later one takes its place. res is the
-// UPDATE's: no row when the event is pending already, or not there.
-func ResendEvent(ctx context.Context, tx *sql.Tx, eventID, workspaceID string, now any) (res sql.Result, err error) {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO delivery_attempts (`+AttemptCols+`)
-		SELECT `+deliveredAttemptCols+` FROM events
-		WHERE id = $1 AND workspace_id = $2 AND state <> 'pending' AND delivered_at IS NOT NULL`, eventID, workspaceID); err != nil {
-		return nil, err
+// ResendEvent implements payoutkit.Outbox: one transaction makes a settled
+// event pending again, due at now, after moving the attempt a delivered one
+// kept (DeliveredCols) into a row of delivery_attempts, so that a later one
+// takes its place.
+func (o *Ops) ResendEvent(ctx context.Context, workspaceID, eventID string, now time.Time) error {
+	var res sql.Result
+	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO delivery_attempts (`+AttemptCols+`)
+			SELECT `+deliveredAttemptCols+` FROM events
+			WHERE id = $1 AND workspace_id = $2 AND state <> 'pending' AND delivered_at IS NOT NULL`, eventID, workspaceID); err != nil {
+			return err
+		}
+		var err error
+		res, err = tx.ExecContext(ctx, `UPDATE events SET state = 'pending', next_attempt_at = $3, lease_owner = NULL, lease_until = NULL,
+				delivered_at = NULL, delivered_status = NULL, delivered_latency_ns = NULL, delivered_head = NULL
+			WHERE id = $1 AND workspace_id = $2 AND state <> 'pending'`, eventID, workspaceID, o.c.TS(now))
+		return err
+	})
+	if err != nil {
+		return o.c.Translate(ctx, "resend event", err)
 	}
-	return tx.ExecContext(ctx, `UPDATE events SET state = 'pending', next_attempt_at = $3, lease_owner = NULL, lease_until = NULL,
-			delivered_at = NULL, delivered_status = NULL, delivered_latency_ns = NULL, delivered_head = NULL
-		WHERE id = $1 AND workspace_id = $2 AND state <> 'pending'`, eventID, workspaceID, now)
+	if err := MustAffect(res, ErrNothingToCommit); err == nil || !errors.Is(err, ErrNothingToCommit) {
+		if err == nil {
+			o.w.Committed()
+		}
+		return err
+	}
+	// Already pending, or not there.
+	_, err = o.Event(ctx, workspaceID, eventID)
+	return err
 }
 
 // OutboxHealth reads the outbox's counts through q in one statement. A
