@@ -245,10 +245,6 @@ func (ev Event) WithPayout(p Payout) (Event, error) {
 	return ev, nil
 }
 
-// SpendHour is the hour (since the Unix epoch) that t falls in: the daily
-// limit's stores keep one running sum per hour.
-func SpendHour(t time.Time) int64 { return t.UnixMicro() / int64(time.Hour/time.Microsecond) }
-
 // Actor is who made a change to the security or money controls, as the
 // security log records it.
 type Actor struct {

@@ -96,7 +96,7 @@
 //   - the payout hand-off: [PayoutLease], [NotDueError], [IdempotencyKey];
 //   - the outbox: [Event], [DeliveryState], [DeliveryAttempt],
 //     [DeliveryResult], [OutboxHealth];
-//   - the payout controls: [PolicyCheck], [SpendHour], [AddressKey];
+//   - the payout controls: [PolicyCheck], [AddressKey];
 //   - sealed webhook secrets: [SealedSecret], [IsSealedSecret], [KeyID].
 package payoutkit
 

@@ -44,7 +44,7 @@ func TestBunApp(t *testing.T) {
 		}
 		want(out.String(), append([]string{
 			"database: a fresh SQLite file in a temporary directory",
-			"1. migrations: the program's migrator applied its own table and payoutkit's schema: group #1 (14 migrations (20261101000000_withdrawal_requests ... payoutkit_0013_delivered_attempt))\n",
+			"1. migrations: the program's migrator applied its own table and payoutkit's schema: group #1 (15 migrations (20261101000000_withdrawal_requests ... payoutkit_0014_balance_window))\n",
 		}, common...)...)
 	}
 

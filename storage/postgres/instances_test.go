@@ -261,3 +261,10 @@ func TestPostgresInstancesDailyLimitRace(t *testing.T) {
 	dsn := pgtest.Postgres(t)
 	storetest.RaceDailyLimit(t, openPostgres(t, dsn), openPostgres(t, dsn))
 }
+
+// A change of the payout controls made through one instance takes effect
+// on the other's next create.
+func TestPostgresControlsAcrossInstances(t *testing.T) {
+	dsn := pgtest.Postgres(t)
+	storetest.ControlsAcrossStores(t, openPostgres(t, dsn), openPostgres(t, dsn))
+}

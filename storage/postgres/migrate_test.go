@@ -28,3 +28,8 @@ var db = sqltest.DB[*postgres.Store]{
 }
 
 func testBackfill(t *testing.T, dsn string) { sqltest.MigrationBackfill(t, dsn, db) }
+
+// Migration 0014 gives a workspace with a daily limit its 24-hour window.
+func TestMigrationFillsWindow(t *testing.T) {
+	sqltest.MigrationWindow(t, pgtest.Postgres(t), db)
+}

@@ -48,14 +48,26 @@ type createPayoutOp struct {
 	created bool
 }
 
-func (op *createPayoutOp) args() []any {
+// statement is the create's first statement with its arguments: a
+// workspace whose controls were read before is judged from memory, and its
+// debit carries what that judgement assumed (sqlcore.Ops.Fast).
+func (op *createPayoutOp) statement() (string, []any) {
 	owner, token, until := sqlcore.LeaseArgs(op.lease, ts)
-	return append(append(payoutArgs(op.p), eventArgs(op.ev)...), owner, token, until)
+	args := append(append(payoutArgs(op.p), eventArgs(op.ev)...), owner, token, until)
+	if !op.s.ops.Controlled(op.p.WorkspaceID) {
+		return pgCreatePayoutSQL, args
+	}
+	fast, ok := op.s.ops.Fast(op.p)
+	if !ok {
+		return pgCreatePayoutSQL, args
+	}
+	return pgFastCreateSQL, append(args, fast.Version, fast.Limit, fast.Cutoff)
 }
 
 func (op *createPayoutOp) run(ctx context.Context, tx *sql.Tx) error {
 	var ins, deb int
-	if err := tx.QueryRowContext(ctx, pgCreatePayoutSQL, op.args()...).Scan(&ins, &deb); err != nil {
+	query, args := op.statement()
+	if err := tx.QueryRowContext(ctx, query, args...).Scan(&ins, &deb); err != nil {
 		return err
 	}
 	return op.finish(ctx, tx, ins == 1, deb == 1)
@@ -63,7 +75,8 @@ func (op *createPayoutOp) run(ctx context.Context, tx *sql.Tx) error {
 
 // pipe is the create as the committer pipelines it.
 func (op *createPayoutOp) pipe() *pgPipe {
-	return &pgPipe{query: pgCreatePayoutSQL, args: op.args(), read: op.readPiped}
+	query, args := op.statement()
+	return &pgPipe{query: query, args: args, read: op.readPiped}
 }
 
 // readPiped reads the answer of the create's statement sent pipelined: a
@@ -130,8 +143,7 @@ func (op *createPayoutOp) controlled(ctx context.Context, tx *sql.Tx) error {
 	}
 	args := append([]any{p.WorkspaceID, int64(p.Amount), p.PayoutID, p.PayerID, ts(p.CreatedAt)}, eventArgs(ev)...)
 	owner, _, until := sqlcore.LeaseArgs(op.lease, ts)
-	args = append(args, j.Daily, payoutkit.SpendHour(p.CreatedAt), j.Moved, j.SpendHour, ts(j.SpendPos), j.SpendExpired,
-		j.Approval == payoutkit.ApprovalPending, owner, until)
+	args = append(append(args, op.s.ops.WindowArgs(j.Window)...), j.Approval == payoutkit.ApprovalPending, owner, until)
 	var debited int
 	if err := tx.QueryRowContext(ctx, pgControlledCreateSQL, args...).Scan(&debited); err != nil {
 		return err

@@ -61,21 +61,35 @@ func pgEventValues(first int) string {
 
 // pgCreatePayoutSQL: $1-$12 the payout (payoutArgs), $13-$21 the event
 // (eventArgs), $22-$24 the lease (sqlcore.LeaseArgs), which the payout's
-// hand-off and the event are stored with. It inserts the payout unless its id is taken, debits the
-// balance only if the payout was inserted and the balance covers it, and
-// records the ledger entry, the customer's in_progress, the day counter and
-// the event only if the debit happened. It reports (inserted, debited); the caller commits
-// only when both are 1. The debit happens only while the workspace has no
-// payout controls; otherwise the caller's policy check runs, then
-// pgControlledDebitSQL and the statements after it.
-var pgCreatePayoutSQL = `WITH p AS (
+// hand-off and the event are stored with. It inserts the payout unless its
+// id is taken, debits the balance only if the payout was inserted and the
+// balance covers it, and records the ledger entry, the customer's
+// in_progress, the day counter and the event only if the debit happened.
+// It reports (inserted, debited); the caller commits only when both are 1.
+// The debit happens only while the workspace has no payout controls;
+// otherwise the caller's policy check runs, then pgControlledCreateSQL.
+var pgCreatePayoutSQL = pgCreateSQL("", "NOT controls")
+
+// pgFastCreateSQL is pgCreatePayoutSQL for a create judged from memory
+// (sqlcore.Ops.Fast): $25 the controls' version, $26 the daily limit, $27
+// now-24h. The debit also adds the payout to the 24-hour window.
+var pgFastCreateSQL = pgCreateSQL(`,
+		window_spent = window_spent + CASE WHEN window_pos IS NULL THEN 0 ELSE $4 END,
+		window_next = CASE WHEN window_pos IS NULL THEN NULL ELSE LEAST(window_next, $11::timestamptz) END`,
+	`(NOT controls OR controls_version = $25::bigint)
+		AND (window_pos IS NULL OR window_pos < $11::timestamptz AND window_spent + $4 <= $26::bigint
+			AND (window_next IS NULL OR window_next > $27::timestamptz))`)
+
+// pgCreateSQL is a create whose debit sets set too, when cond holds.
+func pgCreateSQL(set, cond string) string {
+	return `WITH p AS (
 	INSERT INTO payouts (` + sqlcore.PayoutCols + `, ` + sqlcore.PayoutLeaseCols + `)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $22, $23, $24)
 	ON CONFLICT (workspace_id, payout_id) DO NOTHING
 	RETURNING workspace_id
 ), d AS (
-	UPDATE balances SET available = available - $4, in_progress = in_progress + $4
-	WHERE workspace_id = (SELECT workspace_id FROM p) AND available >= $4 AND NOT controls
+	UPDATE balances SET available = available - $4, in_progress = in_progress + $4` + set + `
+	WHERE workspace_id = (SELECT workspace_id FROM p) AND available >= $4 AND ` + cond + `
 	RETURNING workspace_id
 ), l AS (
 	INSERT INTO ledger_entries (` + sqlcore.LedgerCols + `)
@@ -90,6 +104,7 @@ var pgCreatePayoutSQL = `WITH p AS (
 	` + pgCreatedEventInsert("d", 13, 22, 24) + `
 )
 SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM d)`
+}
 
 // pgSettlePayoutSQL: $1 workspace, $2 payout_id, $3 status, $4 txid,
 // $5 failure reason, $6 updated at, $7-$15 the event, $16 asset amount,
@@ -100,9 +115,8 @@ SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM d)`
 // judge it before the conflict does), so the update reads the amount from p.
 // The payout moves from submitted to completed or failed on the counters
 // of its creation day (payout_days), after the balance row's lock.
-// A failed payout gives its amount back to the 24-hour window
-// (sqlcore.GiveBack), after the balance row's lock, which every change of
-// the window takes first.
+// A failed payout gives its amount back to the 24-hour window that still
+// holds it, on the balance row.
 var pgSettlePayoutSQL = pgSettleSQL("", "")
 
 // pgRejectPayoutSQL is pgSettlePayoutSQL for a held payout's rejection.
@@ -116,7 +130,8 @@ func pgSettleSQL(set, where string) string {
 	RETURNING workspace_id, payer_id, amount, created_at
 ), b AS (
 	UPDATE balances SET in_progress = balances.in_progress - p.amount,
-		available = balances.available + CASE WHEN $3 = 'failed' THEN p.amount ELSE 0 END
+		available = balances.available + CASE WHEN $3 = 'failed' THEN p.amount ELSE 0 END,
+		window_spent = balances.window_spent - CASE WHEN $3 = 'failed' AND balances.window_pos < p.created_at THEN p.amount ELSE 0 END
 	FROM p WHERE balances.workspace_id = p.workspace_id
 	RETURNING p.workspace_id, p.payer_id, p.amount, p.created_at
 ), c AS (
@@ -132,14 +147,6 @@ func pgSettleSQL(set, where string) string {
 ), l AS (
 	INSERT INTO ledger_entries (` + sqlcore.LedgerCols + `)
 	SELECT workspace_id, 'payout_refund', amount, $2::text, $7::text, $10::timestamptz FROM p WHERE $3::text = 'failed'
-), s AS (
-	UPDATE payout_spend SET amount = payout_spend.amount - b.amount
-	FROM b WHERE $3::text = 'failed' AND payout_spend.workspace_id = b.workspace_id
-		AND payout_spend.hour = floor(extract(epoch FROM b.created_at) / 3600)::bigint
-), x AS (
-	UPDATE payout_policies SET spend_expired = payout_policies.spend_expired - b.amount
-	FROM b WHERE $3::text = 'failed' AND payout_policies.workspace_id = b.workspace_id AND payout_policies.daily_limit IS NOT NULL
-		AND payout_policies.spend_hour = floor(extract(epoch FROM b.created_at) / 3600)::bigint AND payout_policies.spend_pos >= b.created_at
 ), e AS (
 	` + pgEventInsert("p", 7) + `
 )
@@ -148,15 +155,15 @@ SELECT count(*) FROM p`
 
 // pgControlledCreateSQL is the rest of a create that the workspace's
 // controls sent to its policy check, once the check passed: the debit if
-// the balance covers it, then, only if it happened, what pgCreatePayoutSQL
-// records after it and what the policy keeps of the payout
-// (sqlcore.Judged). $1 workspace, $2 amount, $3 payout_id, $4 payer_id,
-// $5 created at, $6-$14 the event (eventArgs), $15 under a daily limit,
-// $16 the payout's hour, $17 the window moved, $18-$20 its new spend_hour,
-// spend_pos and spend_expired, $21 held, $22 and $23 the event's lease
+// the balance covers it, with the 24-hour window's state after it, then,
+// only if it happened, what pgCreatePayoutSQL records after it and the
+// payout's hold (sqlcore.Judged). $1 workspace, $2 amount, $3 payout_id,
+// $4 payer_id, $5 created at, $6-$14 the event (eventArgs), $15-$17 the
+// window (sqlcore.Ops.WindowArgs), $18 held, $19 and $20 the event's lease
 // owner and end (NULL for none). It returns how many debits it made.
 var pgControlledCreateSQL = `WITH d AS (
-	UPDATE balances SET available = available - $2, in_progress = in_progress + $2
+	UPDATE balances SET available = available - $2, in_progress = in_progress + $2,
+		window_pos = $15::timestamptz, window_spent = $16::bigint, window_next = $17::timestamptz
 	WHERE workspace_id = $1 AND available >= $2
 	RETURNING workspace_id
 ), l AS (
@@ -169,19 +176,10 @@ var pgControlledCreateSQL = `WITH d AS (
 ), n AS (
 	` + pgAddDay("d", "$5::timestamptz") + `
 ), e AS (
-	` + pgCreatedEventInsert("d", 6, 22, 23) + `
-), s AS (
-	INSERT INTO payout_spend (workspace_id, hour, amount)
-	SELECT workspace_id, $16::bigint, $2::bigint FROM d WHERE $15::boolean
-	ON CONFLICT (workspace_id, hour) DO UPDATE SET amount = payout_spend.amount + EXCLUDED.amount
-), w AS (
-	UPDATE payout_policies SET spend_hour = $18::bigint, spend_pos = $19::timestamptz, spend_expired = $20::bigint
-	FROM d WHERE payout_policies.workspace_id = d.workspace_id AND $17::boolean
-), x AS (
-	DELETE FROM payout_spend WHERE workspace_id = (SELECT workspace_id FROM d) AND hour < $18::bigint AND $17::boolean
+	` + pgCreatedEventInsert("d", 6, 19, 20) + `
 ), h AS (
 	UPDATE payouts SET approval = 'pending', handoff_owner = NULL, handoff_lease_until = NULL
-	WHERE workspace_id = (SELECT workspace_id FROM d) AND payout_id = $3 AND $21::boolean
+	WHERE workspace_id = (SELECT workspace_id FROM d) AND payout_id = $3 AND $18::boolean
 )
 SELECT count(*) FROM d`
 

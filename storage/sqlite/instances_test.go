@@ -78,3 +78,10 @@ func openAt(t *testing.T, dsn string) *sqlite.Store {
 	t.Cleanup(func() { s.Close() })
 	return s
 }
+
+// A change of the payout controls made through one store takes effect on
+// another store's next create on the same database.
+func TestControlsAcrossStores(t *testing.T) {
+	dsn := filepath.Join(t.TempDir(), "controls.db")
+	storetest.ControlsAcrossStores(t, openAt(t, dsn), openAt(t, dsn))
+}

@@ -23,8 +23,20 @@ const (
 	// runs first, then controlledDebitSQL.
 	debitSQL = `UPDATE balances SET available = available - $2, in_progress = in_progress + $2
 		WHERE workspace_id = $1 AND available >= $2 AND controls = 0`
-	controlledDebitSQL = `UPDATE balances SET available = available - $2, in_progress = in_progress + $2
+	// controlledDebitSQL is the debit of a create its policy judged
+	// (sqlcore.JudgeCreate), with the 24-hour window's state after it: $3-$5
+	// (sqlcore.Ops.WindowArgs).
+	controlledDebitSQL = `UPDATE balances SET available = available - $2, in_progress = in_progress + $2,
+			window_pos = $3, window_spent = $4, window_next = $5
 		WHERE workspace_id = $1 AND available >= $2`
+	// fastDebitSQL is the debit of a create judged from memory
+	// (sqlcore.Ops.Fast): $3 the controls' version, $4 the daily limit, $5
+	// the payout's creation, $6 now-24h.
+	fastDebitSQL = `UPDATE balances SET available = available - $2, in_progress = in_progress + $2,
+			window_spent = window_spent + CASE WHEN window_pos IS NULL THEN 0 ELSE $2 END,
+			window_next = CASE WHEN window_pos IS NULL OR window_next < $5 THEN window_next ELSE $5 END
+		WHERE workspace_id = $1 AND available >= $2 AND (controls = 0 OR controls_version = $3)
+			AND (window_pos IS NULL OR window_pos < $5 AND window_spent + $2 <= $4 AND (window_next IS NULL OR window_next > $6))`
 	insertLedgerSQL = `INSERT INTO ledger_entries (` + sqlcore.LedgerCols + `) VALUES ($1, $2, $3, $4, $5, $6)`
 	// SettlePayout: the conditional status change, then the balance.
 	settlePayoutSQL = `UPDATE payouts SET status = $3, txid = $4, failure_reason = $5, updated_at = $6, asset_amount = $7, network_fee = $8
@@ -33,7 +45,12 @@ const (
 	rejectPayoutSQL = `UPDATE payouts SET status = $3, txid = $4, failure_reason = $5, updated_at = $6, asset_amount = $7, network_fee = $8,
 		approval = 'rejected'
 		WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted' AND approval = 'pending' RETURNING amount, payer_id, created_at`
-	settleBalanceSQL = `UPDATE balances SET in_progress = in_progress - $2, available = available + $3 WHERE workspace_id = $1`
+	// settleBalanceSQL: $2 the amount, $3 the refund (the amount of a
+	// failed payout, else 0), $4 its creation: a failed payout the 24-hour
+	// window holds leaves it.
+	settleBalanceSQL = `UPDATE balances SET in_progress = in_progress - $2, available = available + $3,
+			window_spent = window_spent - CASE WHEN $3 <> 0 AND window_pos < $4 THEN $2 ELSE 0 END
+		WHERE workspace_id = $1`
 	// The customer totals: $1 workspace, $2 payer_id, $3-$5 what to add to
 	// paid_in, paid_out and in_progress (a settlement's is negative), $6 the
 	// time of the movement, the customer's first if it is new. A new row
@@ -91,7 +108,7 @@ type createPayoutOp struct {
 }
 
 func (op *createPayoutOp) run(ctx context.Context, tx *sql.Tx) error {
-	if _, judgeFirst := op.s.d.controlled.Load(op.p.WorkspaceID); judgeFirst {
+	if op.s.ops.Controlled(op.p.WorkspaceID) {
 		inserted, err := op.s.insertPayout(ctx, tx, op.p, op.lease)
 		switch {
 		case err != nil:
@@ -99,7 +116,24 @@ func (op *createPayoutOp) run(ctx context.Context, tx *sql.Tx) error {
 		case !inserted:
 			return op.finish(ctx, tx, false, false)
 		}
-		return op.controlled(ctx, tx, false)
+		fast, ok := op.s.ops.Fast(op.p)
+		if !ok {
+			return op.controlled(ctx, tx, false)
+		}
+		res, err := op.s.st.exec(ctx, tx, fastDebitSQL, op.p.WorkspaceID, int64(op.p.Amount), fast.Version, fast.Limit, ts(op.p.CreatedAt), fast.Cutoff)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return op.controlled(ctx, tx, true)
+		}
+		if err := op.s.afterDebit(ctx, tx, op.p, op.ev, op.lease); err != nil {
+			return err
+		}
+		op.stored, op.created = op.p, true
+		return nil
 	}
 	inserted, debited, err := op.s.createPayout(ctx, tx, op.p, op.ev, op.lease)
 	if err != nil {
@@ -146,7 +180,6 @@ func (op *createPayoutOp) controlled(ctx context.Context, tx *sql.Tx, debitTried
 	j, err := op.s.ops.JudgeCreate(ctx, tx, op.p)
 	switch {
 	case errors.Is(err, sqlcore.ErrNoControls):
-		op.s.d.controlled.Delete(op.p.WorkspaceID)
 		if debitTried {
 			return refuse(payoutkit.ErrInsufficientBalance)
 		}
@@ -160,13 +193,11 @@ func (op *createPayoutOp) controlled(ctx context.Context, tx *sql.Tx, debitTried
 		op.stored, op.created = op.p, true
 		return nil
 	case sqlcore.Refusal(err):
-		op.s.d.controlled.Store(op.p.WorkspaceID, true)
 		return refuse(err)
 	case err != nil:
 		return err
 	}
-	op.s.d.controlled.Store(op.p.WorkspaceID, true)
-	res, err := op.s.st.exec(ctx, tx, controlledDebitSQL, op.p.WorkspaceID, int64(op.p.Amount))
+	res, err := op.s.st.exec(ctx, tx, controlledDebitSQL, append([]any{op.p.WorkspaceID, int64(op.p.Amount)}, op.s.ops.WindowArgs(j.Window)...)...)
 	if err != nil {
 		return err
 	}
@@ -291,7 +322,7 @@ func (s *Store) settle(ctx context.Context, op, update string, p payoutkit.Payou
 		} else {
 			paidOut = amount
 		}
-		if _, err := s.st.exec(ctx, tx, settleBalanceSQL, p.WorkspaceID, amount, refund); err != nil {
+		if _, err := s.st.exec(ctx, tx, settleBalanceSQL, p.WorkspaceID, amount, refund, ts(createdAt)); err != nil {
 			return err
 		}
 		if _, err := s.st.exec(ctx, tx, sqlcore.SettlePayoutDaySQL, p.WorkspaceID, payoutkit.PayoutDay(createdAt), string(p.Status)); err != nil {
@@ -303,9 +334,6 @@ func (s *Store) settle(ctx context.Context, op, update string, p payoutkit.Payou
 		if refund != 0 {
 			if _, err := s.st.exec(ctx, tx, insertLedgerSQL,
 				p.WorkspaceID, string(payoutkit.LedgerPayoutRefund), refund, p.PayoutID, ev.ID, ts(ev.CreatedAt)); err != nil {
-				return err
-			}
-			if err := s.ops.GiveBack(ctx, tx, p.WorkspaceID, amount, createdAt); err != nil {
 				return err
 			}
 		}

@@ -123,11 +123,6 @@ type db struct {
 	batch *committer
 	// observeCommit is WithCommitObserver's function, or nil.
 	observeCommit func(writes int, d time.Duration)
-	// controlled holds the IDs of the workspaces whose last create found
-	// payout controls: their next create is judged before its debit
-	// instead of first trying the debit that controls refuse. Only a hint:
-	// the judge reads the policy in the create's transaction either way.
-	controlled sync.Map
 	// callerDB is set when the database handle is the caller's (New): Close
 	// leaves it open.
 	callerDB bool

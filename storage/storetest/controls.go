@@ -493,3 +493,63 @@ func (e *env) allPayouts(ws string) func(yield func(payoutkit.Payout, error) boo
 		}
 	}
 }
+
+// ControlsAcrossStores checks, with two stores on one database (two
+// instances), that a change of a workspace's controls made through one
+// takes effect on the other's next create, although that one judged the
+// workspace's creates before (and may judge them from memory).
+func ControlsAcrossStores(t *testing.T, a, b payoutkit.Store) {
+	var engines [2]*payoutkit.Engine
+	for i, s := range []payoutkit.Store{a, b} {
+		t.Cleanup(func() { s.Close() })
+		eng, err := payoutkit.New(s, &payoutkit.Config{PasswordCost: bcrypt.MinCost})
+		if err != nil {
+			t.Fatal(err)
+		}
+		engines[i] = eng
+	}
+	ea := &env{t: t, ctx: t.Context(), store: a, eng: engines[0]}
+	eb := &env{t: t, ctx: t.Context(), store: b, eng: engines[1]}
+	ws := ea.workspace().Workspace.ID
+	ea.fund(ws, "1000.00")
+	on, none := true, time.Duration(0)
+	eb.policy(ws, payoutkit.PolicyPatch{AddressAllowlist: &on, CoolingOff: &none, MaxPayout: limit("100")})
+	must[payoutkit.AddressEntry](t)(eb.eng.AddAddress(eb.ctx, ws, "TRON", TronAddress, "", payoutkit.ActorCLI))
+	n := 0
+	// twice accepts two payouts of amount on a, the second judged as the
+	// first left the workspace's controls in a's memory.
+	twice := func(amount string) {
+		t.Helper()
+		for range 2 {
+			n++
+			noErr(t, err3(ea.payout(ws, fmt.Sprintf("po-%d", n), amount)))
+		}
+	}
+	refused := func(amount string, target error, message string) {
+		t.Helper()
+		n++
+		_, _, err := ea.payout(ws, fmt.Sprintf("po-%d", n), amount)
+		wantRefusal(t, err, target, message)
+	}
+	twice("10.00")
+	eb.policy(ws, payoutkit.PolicyPatch{MaxPayout: limit("5")})
+	refused("10.00", payoutkit.ErrPayoutLimit, "amount exceeds the payout limit of 5.00")
+	eb.policy(ws, payoutkit.PolicyPatch{MaxPayout: limit(""), DailyLimit: limit("70")})
+	twice("10.00") // 40 of 70
+	refused("30.01", payoutkit.ErrPayoutLimit, "amount exceeds the 24-hour payout limit of 70.00 (30.00 left)")
+	twice("10.00") // 60
+	// A failure through b frees its share for a's next create.
+	noErr(t, err2(eb.eng.FailPayout(eb.ctx, ws, "po-1", "")))
+	twice("10.00") // 70
+	refused("0.01", payoutkit.ErrPayoutLimit, "amount exceeds the 24-hour payout limit of 70.00 (0.00 left)")
+	eb.policy(ws, payoutkit.PolicyPatch{DailyLimit: limit("")})
+	twice("10.00")
+	if removed := must[int](t)(eb.eng.RemoveAddress(eb.ctx, ws, "TRON", TronAddress, payoutkit.ActorCLI)); removed != 1 {
+		t.Fatalf("removed %d; want 1", removed)
+	}
+	refused("10.00", payoutkit.ErrForbidden, "address is not in the allowlist")
+	off := false
+	eb.policy(ws, payoutkit.PolicyPatch{AddressAllowlist: &off})
+	twice("200.00") // no controls at all
+	ea.wantBalance(ws, "510.00", "490.00")
+}

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"strings"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/payoutkit/payoutkit"
@@ -13,52 +15,46 @@ import (
 
 // The payout controls (contract, section 10) on both databases.
 //
-// The 24-hour limit. Each workspace with a daily limit keeps, in
-// payout_spend, the sum of its payouts that have not failed per hour of
-// their created_at, written in the transaction that creates (or fails) the
-// payout; the window (now-24h, now] is then the hours after the hour of
-// now-24h (at most 25 rows) plus the part of that boundary hour after
-// now-24h. The boundary hour is treated exactly: payout_policies keeps
-// spend_hour (the boundary hour the sums refer to), spend_pos (how far
-// into it the window has moved) and spend_expired (the amounts of its
-// payouts at or before spend_pos that have not failed). Each create moves
-// spend_pos to its own now-24h, adding the payouts it passes, read through
-// the (workspace_id, created_at, seq) index: every payout is passed once,
-// so the cost per payout is O(1) however many payouts the window holds, and
-// a boundary that moves into a later hour starts again at that hour's start,
-// skipping the hours in between (their sums are simply no longer read). A
-// payout that fails gives its amount back to its hour's sum, and to
-// spend_expired when the window had already passed it, so that the
-// window's part of the boundary hour stays exact.
+// The 24-hour limit. The window's state lives on the balance row, which
+// every create already writes: window_spent is the sum of the workspace's
+// payouts created after window_pos that have not failed, and window_next
+// is no later than the first of them (NULL: there is none). A create at
+// now adds its amount and is refused if window_spent would exceed the
+// limit, provided no payout lies in (window_pos, now-24h]: window_next is
+// after now-24h. Otherwise it first moves window_pos to now-24h, taking
+// off the payouts it passes, read through the (workspace_id, created_at,
+// seq) index: every payout is passed once, so the cost per payout is O(1)
+// however many payouts the window holds. A payout that fails gives its
+// amount back in the transaction that fails it, if the window still holds
+// it. Setting a daily limit fills the state from the payouts of the last
+// 24 hours in the transaction that sets it; without one, window_pos is
+// NULL and nothing reads or writes the window.
 //
-// The sums are written only while a daily limit is set: setting one fills
-// them from the payouts of the last 24 hours, in the transaction that sets
-// it, after the balance row is locked so that no create is half done.
+// Judged from memory. Every change of a workspace's policy or address
+// book writes a new random balances.controls_version. A create judged once
+// (JudgeCreate) leaves its workspace's policy, and the address book's
+// answer for its address, in the Ops's memory with that version; the
+// workspace's next creates are judged from there (Ops.Fast), and their
+// debit carries "controls_version = the one read", with the daily limit as
+// a condition on the balance row. A debit that does not match (the policy
+// changed on any instance, the window must move, the limit or the balance
+// refuses) is judged again from the database, which decides the answer.
+//
 // Payouts of workspaces without controls never read any of this: their
 // debit carries "controls = false" (balances.controls, kept with the
 // policy), and only a debit refused by it reads the policy.
 
 // policyCols are payout_policies' columns after workspace_id.
-const policyCols = `max_payout, daily_limit, approval_over, address_allowlist, cooling_off, spend_hour, spend_pos, spend_expired`
+const policyCols = `max_payout, daily_limit, approval_over, address_allowlist, cooling_off`
 
-// policyRow is a workspace's stored policy with its window's state.
-type policyRow struct {
-	pol     payoutkit.PayoutPolicy
-	hour    int64     // the boundary hour spend_expired refers to
-	pos     time.Time // how far the window has moved into that hour
-	expired int64
-}
-
-func scanPolicy(sc Scanner) (policyRow, error) {
-	var r policyRow
+func scanPolicy(sc Scanner) (payoutkit.PayoutPolicy, error) {
+	var pol payoutkit.PayoutPolicy
 	var maxP, daily, approval sql.NullInt64
 	var cooling int64
-	err := sc.Scan(&maxP, &daily, &approval, &r.pol.AddressAllowlist, &cooling, &r.hour, TimeCol{&r.pos}, &r.expired)
-	r.pol.MaxPayout = limitOf(maxP)
-	r.pol.DailyLimit = limitOf(daily)
-	r.pol.ApprovalOver = limitOf(approval)
-	r.pol.CoolingOff = time.Duration(cooling) * time.Microsecond
-	return r, err
+	err := sc.Scan(&maxP, &daily, &approval, &pol.AddressAllowlist, &cooling)
+	pol.MaxPayout, pol.DailyLimit, pol.ApprovalOver = limitOf(maxP), limitOf(daily), limitOf(approval)
+	pol.CoolingOff = time.Duration(cooling) * time.Microsecond
+	return pol, err
 }
 
 func limitOf(n sql.NullInt64) payoutkit.Limit {
@@ -74,28 +70,33 @@ func limitArg(l payoutkit.Limit) any {
 
 const (
 	selectPolicySQL = `SELECT ` + policyCols + ` FROM payout_policies WHERE workspace_id = $1`
-	upsertPolicySQL = `INSERT INTO payout_policies (workspace_id, ` + policyCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+	upsertPolicySQL = `INSERT INTO payout_policies (workspace_id, ` + policyCols + `) VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (workspace_id) DO UPDATE SET max_payout = excluded.max_payout, daily_limit = excluded.daily_limit,
-			approval_over = excluded.approval_over, address_allowlist = excluded.address_allowlist, cooling_off = excluded.cooling_off,
-			spend_hour = excluded.spend_hour, spend_pos = excluded.spend_pos, spend_expired = excluded.spend_expired`
+			approval_over = excluded.approval_over, address_allowlist = excluded.address_allowlist, cooling_off = excluded.cooling_off`
 	setControlsSQL = `UPDATE balances SET controls = $2 WHERE workspace_id = $1`
-	windowStateSQL = `UPDATE payout_policies SET spend_hour = $2, spend_pos = $3, spend_expired = $4 WHERE workspace_id = $1`
-	spendAddSQL    = `INSERT INTO payout_spend (workspace_id, hour, amount) VALUES ($1, $2, $3)
-		ON CONFLICT (workspace_id, hour) DO UPDATE SET amount = payout_spend.amount + excluded.amount`
-	spendDropSQL       = `DELETE FROM payout_spend WHERE workspace_id = $1 AND hour < $2`
-	spendClearSQL      = `DELETE FROM payout_spend WHERE workspace_id = $1`
-	windowFillSQL      = `SELECT created_at, amount FROM payouts WHERE workspace_id = $1 AND created_at > $2 AND status <> 'failed'`
-	insertLogSQL       = `INSERT INTO security_log (workspace_id, at, action, actor, client_addr, details) VALUES ($1, $2, $3, $4, $5, $6)`
-	securityLogCols    = `workspace_id, at, action, actor, client_addr, details`
-	securityPageSQL    = `SELECT ` + securityLogCols + `, seq FROM security_log WHERE workspace_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`
-	addressCols        = `workspace_id, network, address, address_key, label, added_at, usable_from`
-	insertAddressSQL   = `INSERT INTO address_book (` + addressCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (workspace_id, network, address_key) DO NOTHING`
-	addressesSQL       = `SELECT ` + addressCols + ` FROM address_book WHERE workspace_id = $1 ORDER BY seq`
-	removeAddressSQL   = `DELETE FROM address_book WHERE workspace_id = $1 AND network = $2 AND address_key = $3`
-	giveBackSpendSQL   = `UPDATE payout_spend SET amount = amount - $3 WHERE workspace_id = $1 AND hour = $2`
-	giveBackExpiredSQL = `UPDATE payout_policies SET spend_expired = spend_expired - $3
-		WHERE workspace_id = $1 AND spend_hour = $2 AND spend_pos >= $4 AND daily_limit IS NOT NULL`
-	approveSQL = `UPDATE payouts SET approval = 'approved', updated_at = $3
+	// newVersionSQL gives the workspace's controls a new version; written
+	// first, it also takes the balance row's lock (a create in flight
+	// either finished before, or waits and then reads what changed).
+	newVersionSQL = `UPDATE balances SET controls_version = $2 WHERE workspace_id = $1`
+	setWindowSQL  = `UPDATE balances SET window_pos = $2, window_spent = $3, window_next = $4 WHERE workspace_id = $1`
+	// windowFillSQL: the sum of the payouts after $2 that have not failed,
+	// but $3 (a create's own, inserted but not judged), and the first of
+	// them.
+	windowFillSQL = `SELECT COALESCE(SUM(CASE WHEN status <> 'failed' THEN amount ELSE 0 END), 0), MIN(created_at)
+		FROM payouts WHERE workspace_id = $1 AND created_at > $2 AND payout_id <> $3`
+	// windowMoveSQL: the sum of the payouts in ($2, $3] that have not
+	// failed, and the first payout after $3.
+	windowMoveSQL = `SELECT (SELECT COALESCE(SUM(amount), 0) FROM payouts
+			WHERE workspace_id = $1 AND created_at > $2 AND created_at <= $3 AND status <> 'failed'),
+		(SELECT MIN(created_at) FROM payouts WHERE workspace_id = $1 AND created_at > $3)`
+	insertLogSQL     = `INSERT INTO security_log (workspace_id, at, action, actor, client_addr, details) VALUES ($1, $2, $3, $4, $5, $6)`
+	securityLogCols  = `workspace_id, at, action, actor, client_addr, details`
+	securityPageSQL  = `SELECT ` + securityLogCols + `, seq FROM security_log WHERE workspace_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`
+	addressCols      = `workspace_id, network, address, address_key, label, added_at, usable_from`
+	insertAddressSQL = `INSERT INTO address_book (` + addressCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (workspace_id, network, address_key) DO NOTHING`
+	addressesSQL     = `SELECT ` + addressCols + ` FROM address_book WHERE workspace_id = $1 ORDER BY seq`
+	removeAddressSQL = `DELETE FROM address_book WHERE workspace_id = $1 AND network = $2 AND address_key = $3`
+	approveSQL       = `UPDATE payouts SET approval = 'approved', updated_at = $3
 		WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted' AND approval = 'pending'`
 )
 
@@ -105,10 +106,10 @@ const (
 const holdPayoutSQL = `UPDATE payouts SET approval = 'pending', handoff_owner = NULL, handoff_lease_until = NULL
 	WHERE workspace_id = $1 AND payout_id = $2`
 
-// ControlWriteSQL are the statements that creates and failures run for the
-// payout controls, for a store that prepares the statements of its hot
-// paths (OpsConfig.Exec, OpsConfig.QueryRow).
-var ControlWriteSQL = []string{spendAddSQL, windowStateSQL, spendDropSQL, holdPayoutSQL, giveBackSpendSQL, giveBackExpiredSQL}
+// ControlWriteSQL are the statements that creates run for the payout
+// controls, for a store that prepares the statements of its hot paths
+// (OpsConfig.Exec, OpsConfig.QueryRow).
+var ControlWriteSQL = []string{holdPayoutSQL, windowMoveSQL}
 
 func (o *Ops) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
 	if o.c.Exec != nil {
@@ -124,66 +125,137 @@ func (o *Ops) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...an
 	return tx.QueryRowContext(ctx, query, args...)
 }
 
-// hourStart is the first instant of an hour since the Unix epoch.
-func hourStart(h int64) time.Time { return time.UnixMicro(h * int64(time.Hour/time.Microsecond)).UTC() }
+// newControlsVersion is a workspace's controls' next version: random, so
+// that a version read in a transaction that rolled back is never taken for
+// a later change's.
+func newControlsVersion() int64 { return int64(rand.Uint64() >> 1) }
 
 // ErrNoControls is JudgeCreate's answer for a workspace whose policy
 // refuses nothing: the debit that sent the create to it was refused by the
 // balance alone.
 var ErrNoControls = errors.New("sqlstore: no payout controls")
 
-// Judged is a create that passed the policy, with what the policy keeps of
-// it once it is debited (Record, or a store's own statement): its hold,
-// and, under a daily limit, its amount in its hour's sum and the window's
-// new state.
+// Window is the 24-hour window's state on a workspace's balance row. Pos
+// is zero when the workspace has no daily limit.
+type Window struct {
+	// Pos is the window's edge: the payouts created at or before it are
+	// out of it.
+	Pos time.Time
+	// Spent is the sum of the payouts after Pos that have not failed.
+	Spent int64
+	// Next is no later than the first payout after Pos; zero when there is
+	// none.
+	Next time.Time
+}
+
+// WindowArgs are w's window_pos, window_spent and window_next as the store's
+// database takes them.
+func (o *Ops) WindowArgs(w Window) []any { return []any{o.c.TS(w.Pos), w.Spent, o.c.TS(w.Next)} }
+
+// Judged is a create that passed the policy: its hold, and the window's
+// state once it is debited, which the store's controlled debit writes
+// (WindowArgs) with the balance.
 type Judged struct {
 	Approval payoutkit.Approval
-	// Daily: the workspace has a daily limit, and the payout's amount joins
-	// the sum of its hour, payoutkit.SpendHour(p.CreatedAt).
-	Daily bool
-	// Moved: the window's boundary moved, to SpendHour, SpendPos and
-	// SpendExpired (payout_policies' spend_* columns), and the sums of the
-	// hours before SpendHour are no longer read.
-	Moved        bool
-	SpendHour    int64
-	SpendPos     time.Time
-	SpendExpired int64
+	Window   Window
 
-	newHour bool // the boundary is in a later hour than before
-	o       *Ops
-	p       payoutkit.Payout
+	o *Ops
+	p payoutkit.Payout
 }
 
-// judgeSQL reads, in one statement, what JudgeCreate needs: the policy
-// with its window's state; the sum of the hours from the boundary hour on;
-// the amounts of the payouts that have not failed which the window's edge
-// passes on its way to the create's now-24h; the address book's entry.
-// $1 workspace, $2 the boundary hour of now-24h, $3 the instant before that
-// hour starts, $4 now-24h, $5 network, $6 address key. The window's reads
-// are guarded by daily_limit, so a workspace without one does none.
-func judgeSQL(param func(n int, cast string) string) string {
-	b, start, cutoff := param(2, "bigint"), param(3, "timestamptz"), param(4, "timestamptz")
-	boundary := `CASE WHEN ` + b + ` > p.spend_hour THEN ` + b + ` ELSE p.spend_hour END`
-	passes := `x.created_at <= ` + cutoff + ` AND x.created_at > CASE WHEN ` + b + ` > p.spend_hour THEN ` + start + ` ELSE p.spend_pos END`
-	return `SELECT ` + prefixed("p.", policyCols) + `,
-	CASE WHEN p.daily_limit IS NULL THEN 0 ELSE (SELECT COALESCE(SUM(s.amount), 0) FROM payout_spend s
-		WHERE s.workspace_id = p.workspace_id AND s.hour >= ` + boundary + `) END,
-	CASE WHEN p.daily_limit IS NULL OR ` + b + ` < p.spend_hour THEN 0 ELSE (SELECT COALESCE(SUM(x.amount), 0) FROM payouts x
-		WHERE x.workspace_id = p.workspace_id AND x.status <> 'failed' AND ` + passes + `) END,
-	CASE WHEN p.daily_limit IS NULL OR ` + b + ` < p.spend_hour THEN 0 ELSE (SELECT count(*) FROM payouts x
-		WHERE x.workspace_id = p.workspace_id AND ` + passes + `) END,
-	(SELECT a.usable_from FROM address_book a WHERE a.workspace_id = p.workspace_id AND a.network = ` + param(5, "text") + `
-		AND a.address_key = ` + param(6, "text") + `)
-	FROM payout_policies p WHERE p.workspace_id = ` + param(1, "text")
+// Fast is what a create's debit carries to be judged by it alone: the
+// version of the controls it was judged by, the daily limit (nil for none)
+// and now-24h. The debit happens only if the version is still the
+// workspace's (or the workspace has no controls), the balance covers it,
+// and, under a daily limit, no payout has to leave the window first and
+// the window's sum stays within the limit. A debit refused goes to
+// JudgeCreate.
+type Fast struct {
+	Version int64
+	Limit   any
+	Cutoff  any
 }
 
-// prefixed puts prefix before each of a comma-separated column list.
-func prefixed(prefix, cols string) string {
-	parts := strings.Split(cols, ", ")
-	for i, c := range parts {
-		parts[i] = prefix + c
+// controlsCache is what JudgeCreate read last of each workspace's controls,
+// with the version it read.
+type controlsCache struct {
+	policies  sync.Map // workspace ID → *cachedPolicy
+	addresses sync.Map // addressID → *cachedAddress
+	nAddress  atomic.Int64
+}
+
+// maxCachedAddresses bounds the address answers kept: past it, the memory
+// starts again empty.
+const maxCachedAddresses = 1 << 16
+
+type cachedPolicy struct {
+	version int64
+	pol     payoutkit.PayoutPolicy
+}
+
+// addressID is a payout's address as the payout names it.
+type addressID struct{ workspaceID, network, address string }
+
+type cachedAddress struct {
+	version int64
+	inBook  bool
+	usable  time.Time
+}
+
+func (c *controlsCache) remember(p payoutkit.Payout, version int64, pol payoutkit.PayoutPolicy, inBook bool, usable time.Time) {
+	c.policies.Store(p.WorkspaceID, &cachedPolicy{version: version, pol: pol})
+	if !pol.AddressAllowlist {
+		return
 	}
-	return strings.Join(parts, ", ")
+	if c.nAddress.Add(1) > maxCachedAddresses {
+		c.addresses.Clear()
+		c.nAddress.Store(1)
+	}
+	c.addresses.Store(addressID{p.WorkspaceID, p.Network, p.Address}, &cachedAddress{version: version, inBook: inBook, usable: usable})
+}
+
+// Controlled reports whether the workspace's last create judged found
+// payout controls: its next create is judged (Fast, or JudgeCreate) before
+// its debit, instead of first trying the debit that controls refuse.
+func (o *Ops) Controlled(workspaceID string) bool {
+	_, ok := o.cache.policies.Load(workspaceID)
+	return ok
+}
+
+// Fast judges p by what JudgeCreate last read of its workspace's controls.
+// It reports false when that is not known, or when p would be refused or
+// held: JudgeCreate judges those from the database.
+func (o *Ops) Fast(p payoutkit.Payout) (Fast, bool) {
+	v, ok := o.cache.policies.Load(p.WorkspaceID)
+	if !ok {
+		return Fast{}, false
+	}
+	c := v.(*cachedPolicy)
+	check := payoutkit.PolicyCheck{Policy: c.pol}
+	check.Policy.DailyLimit = payoutkit.Limit{} // the debit judges it
+	if c.pol.AddressAllowlist {
+		v, ok := o.cache.addresses.Load(addressID{p.WorkspaceID, p.Network, p.Address})
+		if !ok || v.(*cachedAddress).version != c.version {
+			return Fast{}, false
+		}
+		a := v.(*cachedAddress)
+		check.InBook, check.Entry.UsableFrom = a.inBook, a.usable
+	}
+	if approval, err := check.Judge(p); err != nil || approval != payoutkit.ApprovalNone {
+		return Fast{}, false
+	}
+	return Fast{Version: c.version, Limit: limitArg(c.pol.DailyLimit), Cutoff: o.c.TS(p.CreatedAt.Add(-payoutkit.DailyWindow))}, true
+}
+
+// judgeSQL reads, in one statement, what JudgeCreate needs: the policy,
+// the controls' version and the window's state, and the address book's
+// entry. $1 workspace, $2 network, $3 address key.
+func judgeSQL(param func(n int, cast string) string) string {
+	return `SELECT p.max_payout, p.daily_limit, p.approval_over, p.address_allowlist, p.cooling_off,
+	b.controls_version, b.window_pos, b.window_spent, b.window_next,
+	(SELECT a.usable_from FROM address_book a WHERE a.workspace_id = p.workspace_id AND a.network = ` + param(2, "text") + `
+		AND a.address_key = ` + param(3, "text") + `)
+	FROM payout_policies p JOIN balances b ON b.workspace_id = p.workspace_id WHERE p.workspace_id = ` + param(1, "text")
 }
 
 // JudgeSQL is JudgeCreate's statement as the store's OpsConfig renders it,
@@ -191,100 +263,95 @@ func prefixed(prefix, cols string) string {
 func (o *Ops) JudgeSQL() string { return o.judge }
 
 // JudgeCreate judges the payout p, inserted in tx but not yet debited,
-// against its workspace's policy, reading the policy, the 24-hour window and
-// the address book in tx with one statement, after the balance row's lock
-// where the database needs one (OpsConfig.LockBalanceSQL). It changes
-// nothing: a refusal is the policy's error, a workspace without controls
-// ErrNoControls.
+// against its workspace's policy, reading the policy, the window and the
+// address book in tx, after the balance row's lock where the database
+// needs one (OpsConfig.LockBalanceSQL), and moving the window's edge to
+// p's now-24h if payouts have to leave it. It changes nothing: a refusal
+// is the policy's error, a workspace without controls ErrNoControls. What
+// it read is remembered for Fast.
 func (o *Ops) JudgeCreate(ctx context.Context, tx *sql.Tx, p payoutkit.Payout) (*Judged, error) {
 	if o.c.LockBalanceSQL != "" {
 		if _, err := o.exec(ctx, tx, o.c.LockBalanceSQL, p.WorkspaceID); err != nil {
 			return nil, err
 		}
 	}
-	cutoff := p.CreatedAt.Add(-payoutkit.DailyWindow)
-	b := payoutkit.SpendHour(cutoff)
-	var row policyRow
+	var pol payoutkit.PayoutPolicy
 	var maxP, daily, approval sql.NullInt64
-	var cooling, sum, passed, walked int64
+	var cooling, version int64
+	var w Window
 	var usable time.Time
-	err := o.queryRow(ctx, tx, o.judge, p.WorkspaceID, b, o.c.TS(hourStart(b).Add(-time.Microsecond)), o.c.TS(cutoff),
-		p.Network, payoutkit.AddressKey(p.Network, p.Address)).
-		Scan(&maxP, &daily, &approval, &row.pol.AddressAllowlist, &cooling, &row.hour, TimeCol{&row.pos}, &row.expired,
-			&sum, &passed, &walked, TimeCol{&usable})
-	row.pol.MaxPayout, row.pol.DailyLimit, row.pol.ApprovalOver = limitOf(maxP), limitOf(daily), limitOf(approval)
-	row.pol.CoolingOff = time.Duration(cooling) * time.Microsecond
-	if errors.Is(err, sql.ErrNoRows) || err == nil && !row.pol.Controls() {
+	err := o.queryRow(ctx, tx, o.judge, p.WorkspaceID, p.Network, payoutkit.AddressKey(p.Network, p.Address)).
+		Scan(&maxP, &daily, &approval, &pol.AddressAllowlist, &cooling, &version, TimeCol{&w.Pos}, &w.Spent, TimeCol{&w.Next}, TimeCol{&usable})
+	pol.MaxPayout, pol.DailyLimit, pol.ApprovalOver = limitOf(maxP), limitOf(daily), limitOf(approval)
+	pol.CoolingOff = time.Duration(cooling) * time.Microsecond
+	if errors.Is(err, sql.ErrNoRows) || err == nil && !pol.Controls() {
+		o.cache.policies.Delete(p.WorkspaceID)
 		return nil, ErrNoControls
 	} else if err != nil {
 		return nil, err
 	}
-	j := &Judged{o: o, p: p, Daily: row.pol.DailyLimit.Set, SpendHour: row.hour, SpendPos: row.pos, SpendExpired: row.expired}
-	check := payoutkit.PolicyCheck{Policy: row.pol}
-	if j.Daily {
-		switch {
-		case b > row.hour: // the edge moved into a later hour: start there
-			j.Moved, j.newHour, j.SpendHour, j.SpendPos, j.SpendExpired = true, true, b, cutoff, passed
-		case b == row.hour && cutoff.After(row.pos) && walked != 0:
-			// Where the edge passed no payout at all, it need not be
-			// written: the next create walks that empty stretch again.
-			j.Moved, j.SpendPos, j.SpendExpired = true, cutoff, row.expired+passed
+	o.cache.remember(p, version, pol, !usable.IsZero(), usable)
+	check := payoutkit.PolicyCheck{Policy: pol, InBook: !usable.IsZero()}
+	check.Entry.UsableFrom = usable
+	if pol.DailyLimit.Set {
+		if w, err = o.moveWindow(ctx, tx, p, w); err != nil {
+			return nil, err
 		}
-		check.Spent = payoutkit.Amount(sum - j.SpendExpired)
+		check.Spent = payoutkit.Amount(w.Spent)
+	} else {
+		w = Window{}
 	}
-	if !usable.IsZero() {
-		check.Entry.UsableFrom, check.InBook = usable, true
-	}
-	j.Approval, err = check.Judge(p)
-	if err != nil {
+	j := &Judged{o: o, p: p}
+	if j.Approval, err = check.Judge(p); err != nil {
 		return nil, err
 	}
+	if pol.DailyLimit.Set && p.CreatedAt.After(w.Pos) {
+		w.Spent += int64(p.Amount)
+		if w.Next.IsZero() || p.CreatedAt.Before(w.Next) {
+			w.Next = p.CreatedAt
+		}
+	}
+	j.Window = w
 	return j, nil
 }
 
-// Record writes what the policy keeps of the debited payout, statement by
-// statement.
-func (j *Judged) Record(ctx context.Context, tx *sql.Tx) error {
-	o, p := j.o, j.p
-	if j.Daily {
-		if _, err := o.exec(ctx, tx, spendAddSQL, p.WorkspaceID, payoutkit.SpendHour(p.CreatedAt), int64(p.Amount)); err != nil {
-			return err
-		}
-		if j.Moved {
-			if _, err := o.exec(ctx, tx, windowStateSQL, p.WorkspaceID, j.SpendHour, o.c.TS(j.SpendPos), j.SpendExpired); err != nil {
-				return err
-			}
-		}
-		if j.newHour {
-			if _, err := o.exec(ctx, tx, spendDropSQL, p.WorkspaceID, j.SpendHour); err != nil {
-				return err
-			}
-		}
+// moveWindow returns the window w with its edge at p's now-24h, when
+// payouts have to leave it (or its state is missing).
+func (o *Ops) moveWindow(ctx context.Context, tx *sql.Tx, p payoutkit.Payout, w Window) (Window, error) {
+	cutoff := p.CreatedAt.Add(-payoutkit.DailyWindow)
+	switch {
+	case w.Pos.IsZero():
+		return o.fillWindow(ctx, tx, p.WorkspaceID, p.PayoutID, cutoff)
+	case w.Next.IsZero() || w.Next.After(cutoff):
+		return w, nil
 	}
-	if j.Approval == payoutkit.ApprovalPending {
-		if _, err := o.exec(ctx, tx, holdPayoutSQL, p.WorkspaceID, p.PayoutID); err != nil {
-			return err
-		}
-	}
-	return nil
+	var passed int64
+	next := w.Next
+	err := o.queryRow(ctx, tx, windowMoveSQL, p.WorkspaceID, o.c.TS(w.Pos), o.c.TS(cutoff)).Scan(&passed, TimeCol{&next})
+	return Window{Pos: cutoff, Spent: w.Spent - passed, Next: next}, err
 }
 
-// GiveBack returns a failed payout's amount to the 24-hour window: to its
-// hour's sum, and to spend_expired when the window had passed it. Without a
-// daily limit both statements change nothing.
-func (o *Ops) GiveBack(ctx context.Context, tx *sql.Tx, workspaceID string, amount int64, createdAt time.Time) error {
-	if _, err := o.exec(ctx, tx, giveBackSpendSQL,
-		workspaceID, payoutkit.SpendHour(createdAt), amount); err != nil {
-		return err
+// fillWindow is the window at cutoff, from the workspace's payouts after
+// it but the one named except.
+func (o *Ops) fillWindow(ctx context.Context, tx *sql.Tx, workspaceID, except string, cutoff time.Time) (Window, error) {
+	w := Window{Pos: cutoff}
+	err := tx.QueryRowContext(ctx, windowFillSQL, workspaceID, o.c.TS(cutoff), except).Scan(&w.Spent, TimeCol{&w.Next})
+	return w, err
+}
+
+// Record writes what the policy keeps of the debited payout that its
+// controlled debit did not: its hold.
+func (j *Judged) Record(ctx context.Context, tx *sql.Tx) error {
+	if j.Approval != payoutkit.ApprovalPending {
+		return nil
 	}
-	_, err := o.exec(ctx, tx, giveBackExpiredSQL,
-		workspaceID, payoutkit.SpendHour(createdAt), amount, o.c.TS(createdAt))
+	_, err := j.o.exec(ctx, tx, holdPayoutSQL, j.p.WorkspaceID, j.p.PayoutID)
 	return err
 }
 
 // PayoutPolicy implements payoutkit.ControlStore.
 func (o *Ops) PayoutPolicy(ctx context.Context, workspaceID string) (payoutkit.PayoutPolicy, error) {
-	row, err := scanPolicy(o.w.Reader().QueryRowContext(ctx, selectPolicySQL, workspaceID))
+	pol, err := scanPolicy(o.w.Reader().QueryRowContext(ctx, selectPolicySQL, workspaceID))
 	if errors.Is(err, sql.ErrNoRows) {
 		if err := WorkspaceExists(ctx, o.w.Reader(), workspaceID); err != nil {
 			return payoutkit.PayoutPolicy{}, o.c.Translate(ctx, "payout policy", err)
@@ -294,45 +361,47 @@ func (o *Ops) PayoutPolicy(ctx context.Context, workspaceID string) (payoutkit.P
 	if err != nil {
 		return payoutkit.PayoutPolicy{}, o.c.Translate(ctx, "payout policy", err)
 	}
-	return row.pol, nil
+	return pol, nil
 }
 
-// UpdatePayoutPolicy implements payoutkit.ControlStore. It locks the
-// balance row first (by writing its controls flag), so that every create
-// either finished before it, or waits and then reads the new policy.
+// UpdatePayoutPolicy implements payoutkit.ControlStore. It gives the
+// controls a new version first, which takes the balance row's lock.
 func (o *Ops) UpdatePayoutPolicy(ctx context.Context, workspaceID string, patch payoutkit.PolicyPatch, log payoutkit.SecurityLogEntry) (payoutkit.PayoutPolicy, error) {
 	var pol payoutkit.PayoutPolicy
 	ctx = o.c.Detach(ctx)
 	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, setControlsSQL, workspaceID, false); err != nil {
+		if _, err := tx.ExecContext(ctx, newVersionSQL, workspaceID, newControlsVersion()); err != nil {
 			return err
 		}
-		row, err := scanPolicy(tx.QueryRowContext(ctx, selectPolicySQL, workspaceID))
+		var err error
+		pol, err = scanPolicy(tx.QueryRowContext(ctx, selectPolicySQL, workspaceID))
 		if errors.Is(err, sql.ErrNoRows) {
 			if err := WorkspaceExists(ctx, tx, workspaceID); err != nil {
 				return err
 			}
-			row, err = policyRow{pol: payoutkit.DefaultPayoutPolicy()}, nil
+			pol, err = payoutkit.DefaultPayoutPolicy(), nil
 		}
 		if err != nil {
 			return err
 		}
-		was := row.pol.DailyLimit.Set
-		row.pol = patch.Apply(row.pol)
-		pol = row.pol
+		was := pol.DailyLimit.Set
+		pol = patch.Apply(pol)
 		switch {
 		case pol.DailyLimit.Set && !was:
-			if row, err = o.fillWindow(ctx, tx, workspaceID, row, log.At); err != nil {
+			w, err := o.fillWindow(ctx, tx, workspaceID, "", log.At.Add(-payoutkit.DailyWindow))
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, setWindowSQL, append([]any{workspaceID}, o.WindowArgs(w)...)...); err != nil {
 				return err
 			}
 		case !pol.DailyLimit.Set && was:
-			if _, err := tx.ExecContext(ctx, spendClearSQL, workspaceID); err != nil {
+			if _, err := tx.ExecContext(ctx, setWindowSQL, append([]any{workspaceID}, o.WindowArgs(Window{})...)...); err != nil {
 				return err
 			}
-			row.hour, row.pos, row.expired = 0, time.Time{}, 0
 		}
 		if _, err := tx.ExecContext(ctx, upsertPolicySQL, workspaceID, limitArg(pol.MaxPayout), limitArg(pol.DailyLimit), limitArg(pol.ApprovalOver),
-			pol.AddressAllowlist, pol.CoolingOff.Microseconds(), row.hour, o.c.TS(row.pos), row.expired); err != nil {
+			pol.AddressAllowlist, pol.CoolingOff.Microseconds()); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, setControlsSQL, workspaceID, pol.Controls()); err != nil {
@@ -344,41 +413,6 @@ func (o *Ops) UpdatePayoutPolicy(ctx context.Context, workspaceID string, patch 
 		return payoutkit.PayoutPolicy{}, o.c.Translate(ctx, "update payout policy", err)
 	}
 	return pol, nil
-}
-
-// fillWindow writes the hourly sums of the workspace's payouts of the 24
-// hours before now that have not failed, for a daily limit just set.
-func (o *Ops) fillWindow(ctx context.Context, tx *sql.Tx, workspaceID string, row policyRow, now time.Time) (policyRow, error) {
-	cutoff := now.Add(-payoutkit.DailyWindow)
-	if _, err := tx.ExecContext(ctx, spendClearSQL, workspaceID); err != nil {
-		return row, err
-	}
-	rows, err := tx.QueryContext(ctx, windowFillSQL, workspaceID, o.c.TS(cutoff))
-	if err != nil {
-		return row, err
-	}
-	sums := map[int64]int64{}
-	for rows.Next() {
-		var at time.Time
-		var amount int64
-		if err := rows.Scan(TimeCol{&at}, &amount); err != nil {
-			rows.Close()
-			return row, err
-		}
-		sums[payoutkit.SpendHour(at)] += amount
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return row, err
-	}
-	for h, sum := range sums {
-		if _, err := tx.ExecContext(ctx, spendAddSQL, workspaceID, h, sum); err != nil {
-			return row, err
-		}
-	}
-	// The boundary hour's sum holds only what is after cutoff: nothing of
-	// it is expired.
-	row.hour, row.pos, row.expired = payoutkit.SpendHour(cutoff), cutoff, 0
-	return row, nil
 }
 
 // appendLog inserts a security log entry in tx.
@@ -437,6 +471,9 @@ func (o *Ops) AddAddress(ctx context.Context, e payoutkit.AddressEntry, ev payou
 		if err := WorkspaceExists(ctx, tx, e.WorkspaceID); err != nil {
 			return err
 		}
+		if _, err := tx.ExecContext(ctx, newVersionSQL, e.WorkspaceID, newControlsVersion()); err != nil {
+			return err
+		}
 		res, err := tx.ExecContext(ctx, insertAddressSQL, e.WorkspaceID, e.Network, e.Address, e.Key, e.Label, o.c.TS(e.AddedAt), o.c.TS(e.UsableFrom))
 		if err != nil {
 			return err
@@ -488,6 +525,9 @@ func (o *Ops) RemoveAddress(ctx context.Context, workspaceID, network, key strin
 	ctx = o.c.Detach(ctx)
 	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
 		if err := WorkspaceExists(ctx, tx, workspaceID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, newVersionSQL, workspaceID, newControlsVersion()); err != nil {
 			return err
 		}
 		res, err := tx.ExecContext(ctx, removeAddressSQL, workspaceID, network, key)

@@ -35,6 +35,8 @@ type Ops struct {
 	c OpsConfig
 	// judge is JudgeCreate's statement, rendered once.
 	judge string
+	// cache is what JudgeCreate read of the workspaces' controls (Fast).
+	cache *controlsCache
 }
 
 // OpsConfig is what differs between the databases for Ops.
@@ -75,7 +77,7 @@ type OpsConfig struct {
 
 // NewOps binds the common operations to w.
 func NewOps(w OpsWriter, c OpsConfig) Ops {
-	return Ops{w: w, c: c, judge: judgeSQL(c.Param)}
+	return Ops{w: w, c: c, judge: judgeSQL(c.Param), cache: new(controlsCache)}
 }
 
 // List reads one newest-first page: query takes $1 the workspace, $2 the

@@ -186,3 +186,59 @@ func MigrationBackfill[S payoutkit.Store](t *testing.T, dsn string, db DB[S]) {
 		t.Fatalf("customers after new movements = %q", got)
 	}
 }
+
+// MigrationWindow checks that migration 0014 gives a workspace with a
+// daily limit, written by an older binary at dsn, its 24-hour window from
+// its payouts: those of the last 24 hours that have not failed count, the
+// rest do not, and the limit then holds to the cent.
+func MigrationWindow[S payoutkit.Store](t *testing.T, dsn string, db DB[S]) {
+	ctx := t.Context()
+	old, err := db.OpenAtVersion(ctx, dsn, 13)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func(query string, args ...any) {
+		t.Helper()
+		if err := db.Exec(ctx, old, query, args...); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+	}
+	now := time.Now().UTC()
+	exec(`INSERT INTO workspaces (id, name, webhook_secret, created_at) VALUES ('ws_w', 'Old', 'secret', $1)`, db.TS(old, now.Add(-72*time.Hour)))
+	payout := func(id, status string, amount int64, ago time.Duration) {
+		t.Helper()
+		when := db.TS(old, now.Add(-ago))
+		exec(`INSERT INTO payouts (workspace_id, payout_id, status, amount, asset, network, address, payer_id, created_at, updated_at)
+			VALUES ('ws_w', $1, $2, $3, 'USDT', 'TRON', 'T...', 'alice', $4, $4)`, id, status, amount, when)
+	}
+	payout("p-old", "completed", 500_00, 30*time.Hour) // out of the window
+	payout("p-1", "submitted", 40_00, 2*time.Hour)
+	payout("p-2", "failed", 25_00, time.Hour) // failed: freed
+	payout("p-3", "completed", 10_00, 30*time.Minute)
+	exec(`INSERT INTO balances (workspace_id, available, in_progress, controls) VALUES ('ws_w', 100000, 4000, $1)`, true)
+	exec(`INSERT INTO payout_policies (workspace_id, max_payout, daily_limit, approval_over, address_allowlist, cooling_off, spend_hour, spend_pos, spend_expired)
+		VALUES ('ws_w', NULL, 10000, NULL, $1, 0, 0, NULL, 0)`, false)
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := db.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	eng, err := payoutkit.New(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := payoutkit.CreatePayoutRequest{PayoutID: "p-new", Amount: "50.01", Asset: "USDT", Network: "TRON",
+		Address: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", PayerID: "alice"}
+	_, _, err = eng.CreatePayout(ctx, "ws_w", req)
+	if want := "amount exceeds the 24-hour payout limit of 100.00 (50.00 left)"; err == nil || err.Error() != want {
+		t.Fatalf("payout of 50.01 after the migration: %v; want %q", err, want)
+	}
+	req.Amount = "50.00"
+	if _, _, err := eng.CreatePayout(ctx, "ws_w", req); err != nil {
+		t.Fatalf("payout of 50.00 after the migration: %v", err)
+	}
+}
