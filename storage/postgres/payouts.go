@@ -61,7 +61,7 @@ func (op *createPayoutOp) statement() (string, []any) {
 	if !ok {
 		return pgCreatePayoutSQL, args
 	}
-	return pgFastCreateSQL, append(args, fast.Version, fast.Limit, fast.Cutoff)
+	return pgFastCreateSQL, append(args, fast.Version, fast.Limit, fast.Cutoff, fast.Stale)
 }
 
 func (op *createPayoutOp) run(ctx context.Context, tx *sql.Tx) error {

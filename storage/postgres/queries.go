@@ -71,14 +71,15 @@ func pgEventValues(first int) string {
 var pgCreatePayoutSQL = pgCreateSQL("", "NOT controls")
 
 // pgFastCreateSQL is pgCreatePayoutSQL for a create judged from memory
-// (sqlcore.Ops.Fast): $25 the controls' version, $26 the daily limit, $27
-// now-24h. The debit also adds the payout to the 24-hour window.
+// (sqlcore.Fast): $25 the controls' version, $26 the daily limit, $27
+// now-24h, $28 that less sqlcore.WindowLag. The debit also adds the payout
+// to the 24-hour window.
 var pgFastCreateSQL = pgCreateSQL(`,
 		window_spent = window_spent + CASE WHEN window_pos IS NULL THEN 0 ELSE $4 END,
 		window_next = CASE WHEN window_pos IS NULL THEN NULL ELSE LEAST(window_next, $11::timestamptz) END`,
 	`(NOT controls OR controls_version = $25::bigint)
 		AND (window_pos IS NULL OR window_pos < $11::timestamptz AND window_spent + $4 <= $26::bigint
-			AND (window_next IS NULL OR window_next > $27::timestamptz))`)
+			AND (window_next IS NULL OR window_next > $27::timestamptz OR window_pos >= $28::timestamptz))`)
 
 // pgCreateSQL is a create whose debit sets set too, when cond holds.
 func pgCreateSQL(set, cond string) string {

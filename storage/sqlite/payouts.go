@@ -30,13 +30,13 @@ const (
 			window_pos = $3, window_spent = $4, window_next = $5
 		WHERE workspace_id = $1 AND available >= $2`
 	// fastDebitSQL is the debit of a create judged from memory
-	// (sqlcore.Ops.Fast): $3 the controls' version, $4 the daily limit, $5
-	// the payout's creation, $6 now-24h.
+	// (sqlcore.Fast): $3 the controls' version, $4 the daily limit, $5
+	// the payout's creation, $6 now-24h, $7 that less sqlcore.WindowLag.
 	fastDebitSQL = `UPDATE balances SET available = available - $2, in_progress = in_progress + $2,
 			window_spent = window_spent + CASE WHEN window_pos IS NULL THEN 0 ELSE $2 END,
 			window_next = CASE WHEN window_pos IS NULL OR window_next < $5 THEN window_next ELSE $5 END
 		WHERE workspace_id = $1 AND available >= $2 AND (controls = 0 OR controls_version = $3)
-			AND (window_pos IS NULL OR window_pos < $5 AND window_spent + $2 <= $4 AND (window_next IS NULL OR window_next > $6))`
+			AND (window_pos IS NULL OR window_pos < $5 AND window_spent + $2 <= $4 AND (window_next IS NULL OR window_next > $6 OR window_pos >= $7))`
 	insertLedgerSQL = `INSERT INTO ledger_entries (` + sqlcore.LedgerCols + `) VALUES ($1, $2, $3, $4, $5, $6)`
 	// SettlePayout: the conditional status change, then the balance.
 	settlePayoutSQL = `UPDATE payouts SET status = $3, txid = $4, failure_reason = $5, updated_at = $6, asset_amount = $7, network_fee = $8
@@ -120,7 +120,7 @@ func (op *createPayoutOp) run(ctx context.Context, tx *sql.Tx) error {
 		if !ok {
 			return op.controlled(ctx, tx, false)
 		}
-		res, err := op.s.st.exec(ctx, tx, fastDebitSQL, op.p.WorkspaceID, int64(op.p.Amount), fast.Version, fast.Limit, ts(op.p.CreatedAt), fast.Cutoff)
+		res, err := op.s.st.exec(ctx, tx, fastDebitSQL, op.p.WorkspaceID, int64(op.p.Amount), fast.Version, fast.Limit, ts(op.p.CreatedAt), fast.Cutoff, fast.Stale)
 		if err != nil {
 			return err
 		}

@@ -395,8 +395,8 @@ func err2[A any](_ A, err error) error { return err }
 func err3[A, B any](_ A, _ B, err error) error { return err }
 
 // testDailyWindow drives one workspace with a daily limit through a random
-// walk of payouts, failures and clock jumps (within an hour, across hours,
-// past whole days) and checks after each step that the 24-hour sum the
+// walk of payouts, failures and clock jumps (within a second, within an
+// hour, across hours, past whole days) and checks after each step that the 24-hour sum the
 // store judges by is exactly the one recomputed from the payouts: a payout
 // of one cent more than what is left is refused naming what is left, and
 // one of exactly what is left is accepted.
@@ -431,6 +431,8 @@ func testDailyWindow(t *testing.T, open Open) {
 	n := 0
 	for step := range 400 {
 		switch r := rng.IntN(10); {
+		case r < 2: // within a store's sqlcore.WindowLag, or just past it
+			c.set(c.now().Add(time.Duration(rng.IntN(1500)) * time.Millisecond))
 		case r < 4:
 			c.set(c.now().Add(time.Duration(rng.IntN(40*60)) * time.Second))
 		case r < 5:

@@ -164,17 +164,27 @@ type Judged struct {
 }
 
 // Fast is what a create's debit carries to be judged by it alone: the
-// version of the controls it was judged by, the daily limit (nil for none)
-// and now-24h. The debit happens only if the version is still the
-// workspace's (or the workspace has no controls), the balance covers it,
-// and, under a daily limit, no payout has to leave the window first and
-// the window's sum stays within the limit. A debit refused goes to
-// JudgeCreate.
+// version of the controls it was judged by, the daily limit (nil for none),
+// now-24h (Cutoff) and WindowLag before it (Stale). The debit happens only
+// if the version is still the workspace's (or the workspace has no
+// controls), the balance covers it, and, under a daily limit, the window's
+// sum stays within the limit with the payout, while either no payout has to
+// leave the window or its edge moved less than WindowLag ago. A sum with
+// payouts still in it that have left the window is larger than the
+// window's: within the limit, so is the window's. A debit refused goes to
+// JudgeCreate, which moves the edge and decides.
 type Fast struct {
 	Version int64
 	Limit   any
 	Cutoff  any
+	Stale   any
 }
+
+// WindowLag is how far the window's edge may lag behind a create judged
+// from memory. Without it, once a workspace has 24 hours of payouts every
+// create passes one and goes to JudgeCreate; with it, one create in each
+// WindowLag does, walking the payouts of that WindowLag.
+const WindowLag = time.Second
 
 // controlsCache is what JudgeCreate read last of each workspace's controls,
 // with the version it read.
@@ -244,7 +254,8 @@ func (o *Ops) Fast(p payoutkit.Payout) (Fast, bool) {
 	if approval, err := check.Judge(p); err != nil || approval != payoutkit.ApprovalNone {
 		return Fast{}, false
 	}
-	return Fast{Version: c.version, Limit: limitArg(c.pol.DailyLimit), Cutoff: o.c.TS(p.CreatedAt.Add(-payoutkit.DailyWindow))}, true
+	cutoff := p.CreatedAt.Add(-payoutkit.DailyWindow)
+	return Fast{Version: c.version, Limit: limitArg(c.pol.DailyLimit), Cutoff: o.c.TS(cutoff), Stale: o.c.TS(cutoff.Add(-WindowLag))}, true
 }
 
 // judgeSQL reads, in one statement, what JudgeCreate needs: the policy,

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/storage/memstore"
 	"github.com/payoutkit/payoutkit/storage/storetest"
@@ -179,15 +181,18 @@ func BenchCreatePayoutSpread(b *testing.B, db Bench) {
 }
 
 // BenchCreatePayoutControls measures accepted payouts with the
-// workspace's payout controls off (the debit's controls flag alone) and on
-// (a daily limit and the address allowlist, judged in the create's
-// transaction).
+// workspace's payout controls off (the debit's controls flag alone), on (a
+// daily limit and the address allowlist), and on with the 24-hour window
+// full: an engine whose clock is a day ahead of the "on" runs', so that
+// their payouts leave the window as the creates go, about one per create
+// (a workspace's steady state once it has paid out for a day).
 func BenchCreatePayoutControls(b *testing.B, db Bench) {
 	var seq atomic.Int64
 	for _, st := range benchStores(b, db) {
+		eng := st.eng
 		create := func(b *testing.B) bool {
 			id := fmt.Sprintf("po-%d", seq.Add(1))
-			_, _, err := st.eng.CreatePayout(b.Context(), st.ws, payoutRequest(id, "0.01"))
+			_, _, err := eng.CreatePayout(b.Context(), st.ws, payoutRequest(id, "0.01"))
 			if err != nil {
 				b.Error(err)
 			}
@@ -222,6 +227,16 @@ func BenchCreatePayoutControls(b *testing.B, db Bench) {
 		if _, err := st.eng.SetPayoutPolicy(b.Context(), st.ws, payoutkit.PolicyPatch{DailyLimit: &limit, AddressAllowlist: &on}, payoutkit.ActorCLI); err != nil {
 			b.Fatal(err)
 		}
+		onStart := time.Now()
 		run("on")
+		// The clock of a day later, less the time the "on" runs took: the
+		// window's edge passes their payouts as fast as they were created.
+		ahead := payoutkit.DailyWindow - time.Since(onStart)
+		eng, err := payoutkit.New(st.store, &payoutkit.Config{PasswordCost: bcrypt.MinCost,
+			Now: func() time.Time { return time.Now().Add(ahead) }})
+		if err != nil {
+			b.Fatal(err)
+		}
+		run("on-window-full")
 	}
 }
