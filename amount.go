@@ -81,10 +81,12 @@ func (a Amount) appendText(b []byte) []byte {
 	return append(b, '.', byte('0'+frac/10), byte('0'+frac%10))
 }
 
-// MarshalJSON renders the amount as a JSON string with two decimals.
-func (a Amount) MarshalJSON() ([]byte, error) {
-	b := append([]byte{'"'}, a.appendText(nil)...)
-	return append(b, '"'), nil
+// MarshalText renders the amount with two decimals, as String does; in
+// JSON it is a string ("25.00"). Text rather than a MarshalJSON: the JSON
+// encoder quotes text as it writes it, where it would re-scan a
+// MarshalJSON's output at every level of nesting.
+func (a Amount) MarshalText() ([]byte, error) {
+	return a.appendText(make([]byte, 0, 16)), nil
 }
 
 // UnmarshalJSON accepts only a JSON string in ParseAmount's format, or zero,

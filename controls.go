@@ -46,7 +46,7 @@ func (l Limit) MarshalJSON() ([]byte, error) {
 	if !l.Set {
 		return []byte("null"), nil
 	}
-	return l.Amount.MarshalJSON()
+	return json.Marshal(l.Amount)
 }
 
 // UnmarshalJSON reads what MarshalJSON renders.

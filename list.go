@@ -92,13 +92,33 @@ type listJSON[T any] struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
-// MarshalJSON renders {"items": [...], "next_cursor": "..." | null}.
+// MarshalJSON renders {"items": [...], "next_cursor": "..." | null}. Items
+// that render themselves (json.Marshaler) are joined as they render: the
+// encoder would re-scan each of them, and then the whole list again.
 func (l List[T]) MarshalJSON() ([]byte, error) {
-	items := l.Items
-	if items == nil {
-		items = []T{}
+	if len(l.Items) == 0 {
+		return json.Marshal(listJSON[T]{Items: []T{}, NextCursor: nullable(l.NextCursor)})
 	}
-	return json.Marshal(listJSON[T]{Items: items, NextCursor: nullable(l.NextCursor)})
+	if _, ok := any(l.Items[0]).(json.Marshaler); !ok {
+		return json.Marshal(listJSON[T]{Items: l.Items, NextCursor: nullable(l.NextCursor)})
+	}
+	b := append(make([]byte, 0, 512*len(l.Items)), `{"items":[`...)
+	for i, item := range l.Items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		ib, err := any(item).(json.Marshaler).MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, ib...)
+	}
+	b = append(b, `],"next_cursor":`...)
+	cursor, err := json.Marshal(nullable(l.NextCursor))
+	if err != nil {
+		return nil, err
+	}
+	return append(append(b, cursor...), '}'), nil
 }
 
 // UnmarshalJSON reads what MarshalJSON renders (for clients).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -89,8 +90,35 @@ func writeOK(w http.ResponseWriter, data any) error {
 	return writeJSON(w, http.StatusOK, envelope{Code: 0, Message: "OK", Data: data})
 }
 
+// marshalEnvelope renders env. The data of a success envelope that renders
+// itself (every payoutkit type does) is joined as it renders: the encoder
+// would re-scan all of it, the largest part of a list's answer.
+func marshalEnvelope(env envelope) ([]byte, error) {
+	m, ok := env.Data.(json.Marshaler)
+	if !ok || env.Errors != nil {
+		return json.Marshal(env)
+	}
+	if v := reflect.ValueOf(m); v.Kind() == reflect.Pointer && v.IsNil() {
+		return json.Marshal(env)
+	}
+	data, err := m.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	head, err := json.Marshal(struct {
+		Code    payoutkit.Code `json:"code"`
+		Message string         `json:"message"`
+	}{env.Code, env.Message})
+	if err != nil {
+		return nil, err
+	}
+	body := append(make([]byte, 0, len(head)+len(data)+10), head[:len(head)-1]...)
+	body = append(append(append(body, `,"data":`...), data...), '}')
+	return body, nil
+}
+
 func writeJSON(w http.ResponseWriter, status int, env envelope) error {
-	body, err := json.Marshal(env)
+	body, err := marshalEnvelope(env)
 	if err != nil {
 		if env.Code == 0 {
 			return err
