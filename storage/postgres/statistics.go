@@ -23,8 +23,16 @@ import (
 // and never where autovacuum keeps up.
 
 // statisticsInterval is how often the store looks at its tables' change
-// counts.
-const statisticsInterval = 5 * time.Second
+// counts at least; it also looks as soon as its committers have written
+// analyzeMinChanges rows since its last look (it checks every
+// statisticsPoll): a new database under load is analyzed within a second of
+// filling, where its first plans, made on empty tables, held a hot
+// workspace's hand-offs and webhooks still for the five seconds a first look
+// took; an idle server looks every statisticsInterval.
+const (
+	statisticsInterval = 5 * time.Second
+	statisticsPoll     = 500 * time.Millisecond
+)
 
 // analyzeMinChanges is how many changes a table without statistics takes
 // before the store analyzes it.
@@ -34,13 +42,16 @@ const analyzeMinChanges = 1000
 var growingTables = []string{"payouts", "events", "delivery_attempts", "ledger_entries", "orders", "customers"}
 
 // staleTablesSQL names the growing tables of the store's schema changed by
-// more than $2 plus their size at their last statistics, among those the
+// more than $2 plus their size at their last statistics, or, when $3 (the
+// store has just written $2 rows), that have never had statistics: the
+// change counts PostgreSQL keeps reach pg_stat_user_tables up to a second
+// late, and a new database's first plans are the ones to mend. Among those the
 // role may analyze (it owns them, or is a superuser): for another table
 // ANALYZE does not fail but skips it with a warning in the server's log,
 // which would come back at every check.
 const staleTablesSQL = `SELECT t.relname FROM pg_stat_user_tables t JOIN pg_class c ON c.oid = t.relid
 	WHERE t.schemaname = current_schema() AND t.relname = ANY($1)
-		AND t.n_mod_since_analyze > $2 + GREATEST(c.reltuples, 0)
+		AND (t.n_mod_since_analyze > $2 + GREATEST(c.reltuples, 0) OR $3 AND c.reltuples < 0)
 		AND (pg_has_role(c.relowner, 'USAGE') OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user))
 	ORDER BY t.relname`
 
@@ -50,8 +61,8 @@ type statistics struct {
 	done sync.WaitGroup
 }
 
-// startStatistics starts keeping the statistics of the store's tables,
-// every statisticsInterval, until Close.
+// startStatistics starts keeping the statistics of the store's tables
+// (statisticsInterval) until Close.
 func (d *db) startStatistics() {
 	interval := d.statisticsInterval
 	if interval <= 0 {
@@ -60,14 +71,21 @@ func (d *db) startStatistics() {
 	ctx, stop := context.WithCancel(context.Background())
 	d.stats = &statistics{stop: stop}
 	d.stats.done.Go(func() {
-		t := time.NewTicker(interval)
+		t := time.NewTicker(min(statisticsPoll, interval))
 		defer t.Stop()
+		lastLook, lastWrites := time.Now(), d.committedWrites()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
-				_, err := d.analyzeStale(ctx)
+			case now := <-t.C:
+				writes := d.committedWrites()
+				if writes-lastWrites < analyzeMinChanges && now.Sub(lastLook) < interval {
+					continue
+				}
+				wrote := writes-lastWrites >= analyzeMinChanges
+				lastLook, lastWrites = now, writes
+				_, err := d.analyzeStale(ctx, wrote)
 				switch {
 				case err == nil || ctx.Err() != nil:
 				case isPgCode(err, pgInsufficientPrivilege):
@@ -84,6 +102,16 @@ func (d *db) startStatistics() {
 	})
 }
 
+// committedWrites is how many writes the store's committers have
+// committed.
+func (d *db) committedWrites() int64 {
+	var n int64
+	for _, c := range d.committers {
+		n += c.Writes.Load()
+	}
+	return n
+}
+
 // stopStatistics stops the statistics goroutine and waits for it.
 func (d *db) stopStatistics() {
 	if d.stats != nil {
@@ -93,12 +121,12 @@ func (d *db) stopStatistics() {
 }
 
 // analyzeStale analyzes the growing tables that changed by more than their
-// size since their last statistics, and returns their names. SKIP_LOCKED
-// passes over a table that another session (autovacuum, another instance)
-// is analyzing.
-func (d *db) analyzeStale(ctx context.Context) ([]string, error) {
+// size since their last statistics (or, when wrote, have none yet), and
+// returns their names. SKIP_LOCKED passes over a table that another session
+// (autovacuum, another instance) is analyzing.
+func (d *db) analyzeStale(ctx context.Context, wrote bool) ([]string, error) {
 	ctx = detach(ctx) // a cancelled statement could spoil its pooled connection
-	rows, err := d.sqldb.QueryContext(ctx, staleTablesSQL, growingTables, analyzeMinChanges)
+	rows, err := d.sqldb.QueryContext(ctx, staleTablesSQL, growingTables, analyzeMinChanges, wrote)
 	if err != nil {
 		return nil, err
 	}
