@@ -69,6 +69,7 @@ func (c *committer) run(batch []*txRequest) {
 	slices.SortStableFunc(batch, func(a, b *txRequest) int { return strings.Compare(a.Key, b.Key) })
 	c.Batches.Add(1)
 	c.Writes.Add(int64(len(batch)))
+	c.d.countWrites(len(batch))
 	ctx, cancel := context.WithTimeout(context.Background(), pgBatchTimeout)
 	defer cancel()
 	fail := func(err error) {

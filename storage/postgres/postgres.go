@@ -37,6 +37,7 @@ import (
 	"log/slog"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -125,6 +126,10 @@ type db struct {
 	// statisticsInterval is config's.
 	stats              *statistics
 	statisticsInterval time.Duration
+	// written counts the committers' writes; statsPoke tells the
+	// statistics keeper of each analyzeMinChanges more.
+	written   atomic.Int64
+	statsPoke chan struct{}
 	// reads groups the point reads (readgroup.go).
 	reads *readGroups
 }
@@ -274,7 +279,7 @@ func (s *Store) WithTx(tx bun.Tx) *Store {
 
 func newStore(sqldb *sql.DB, cfg config, name string) *Store {
 	d := &db{sqldb: sqldb, log: cfg.logger, name: name, observeCommit: cfg.observeCommit, existing: cfg.existing,
-		statisticsInterval: cfg.statisticsInterval, reads: newReadGroups(sqldb, readLanes)}
+		statisticsInterval: cfg.statisticsInterval, statsPoke: make(chan struct{}, 1), reads: newReadGroups(sqldb, readLanes)}
 	return &Store{d: d, w: d, ops: newOps(d)}
 }
 

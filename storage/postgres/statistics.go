@@ -23,15 +23,16 @@ import (
 // and never where autovacuum keeps up.
 
 // statisticsInterval is how often the store looks at its tables' change
-// counts at least; it also looks as soon as its committers have written
-// analyzeMinChanges rows since its last look (it checks every
-// statisticsPoll): a new database under load is analyzed within a second of
-// filling, where its first plans, made on empty tables, held a hot
-// workspace's hand-offs and webhooks still for the five seconds a first look
-// took; an idle server looks every statisticsInterval.
+// counts at least. It also looks each time its committers have written
+// analyzeMinChanges more rows (statisticsPoke), at most every
+// statisticsQuiet: a new database under load is analyzed within a second
+// of filling, where its first plans, made on empty tables, held a hot
+// workspace's hand-offs and webhooks still for the five seconds a first
+// look took. An idle server looks every statisticsInterval and does
+// nothing in between.
 const (
 	statisticsInterval = 5 * time.Second
-	statisticsPoll     = 500 * time.Millisecond
+	statisticsQuiet    = 500 * time.Millisecond
 )
 
 // analyzeMinChanges is how many changes a table without statistics takes
@@ -71,45 +72,49 @@ func (d *db) startStatistics() {
 	ctx, stop := context.WithCancel(context.Background())
 	d.stats = &statistics{stop: stop}
 	d.stats.done.Go(func() {
-		t := time.NewTicker(min(statisticsPoll, interval))
+		t := time.NewTimer(interval)
 		defer t.Stop()
-		lastLook, lastWrites := time.Now(), d.committedWrites()
+		lastLook := time.Now()
 		for {
+			wrote := false
 			select {
 			case <-ctx.Done():
 				return
-			case now := <-t.C:
-				writes := d.committedWrites()
-				if writes-lastWrites < analyzeMinChanges && now.Sub(lastLook) < interval {
-					continue
+			case <-t.C:
+			case <-d.statsPoke:
+				if time.Since(lastLook) < min(statisticsQuiet, interval) {
+					continue // the next poke, or the timer, looks
 				}
-				wrote := writes-lastWrites >= analyzeMinChanges
-				lastLook, lastWrites = now, writes
-				_, err := d.analyzeStale(ctx, wrote)
-				switch {
-				case err == nil || ctx.Err() != nil:
-				case isPgCode(err, pgInsufficientPrivilege):
-					// A role that does not own the tables: leave the
-					// statistics to autovacuum, and say so once.
-					d.log.Warn("sqlstore: this role may not analyze the tables; leaving their statistics to autovacuum", "database", d.name, "err", err)
-					return
-				default:
-					// The database away for a moment: try at the next tick.
-					d.log.Debug("sqlstore: analyzing tables", "database", d.name, "err", err)
-				}
+				wrote = true
+			}
+			lastLook = time.Now()
+			t.Reset(interval)
+			_, err := d.analyzeStale(ctx, wrote)
+			switch {
+			case err == nil || ctx.Err() != nil:
+			case isPgCode(err, pgInsufficientPrivilege):
+				// A role that does not own the tables: leave the
+				// statistics to autovacuum, and say so once.
+				d.log.Warn("sqlstore: this role may not analyze the tables; leaving their statistics to autovacuum", "database", d.name, "err", err)
+				return
+			default:
+				// The database away for a moment: try at the next tick.
+				d.log.Debug("sqlstore: analyzing tables", "database", d.name, "err", err)
 			}
 		}
 	})
 }
 
-// committedWrites is how many writes the store's committers have
-// committed.
-func (d *db) committedWrites() int64 {
-	var n int64
-	for _, c := range d.committers {
-		n += c.Writes.Load()
+// countWrites counts n writes the committers made, and pokes the statistics
+// keeper each time they reach another analyzeMinChanges.
+func (d *db) countWrites(n int) {
+	total := d.written.Add(int64(n))
+	if total/analyzeMinChanges != (total-int64(n))/analyzeMinChanges {
+		select {
+		case d.statsPoke <- struct{}{}:
+		default:
+		}
 	}
-	return n
 }
 
 // stopStatistics stops the statistics goroutine and waits for it.
