@@ -25,24 +25,46 @@ type DB[S payoutkit.Store] struct {
 	TS func(s S, t time.Time) any
 }
 
+// older opens dsn migrated only up to version, as an older binary left it,
+// with exec to write its rows.
+func older[S payoutkit.Store](t *testing.T, dsn string, db DB[S], version int) (S, func(query string, args ...any)) {
+	t.Helper()
+	old, err := db.OpenAtVersion(t.Context(), dsn, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return old, func(query string, args ...any) {
+		t.Helper()
+		if err := db.Exec(t.Context(), old, query, args...); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+	}
+}
+
+// upgraded closes old and opens dsn migrated to the latest schema, closed
+// at the test's end.
+func upgraded[S payoutkit.Store](t *testing.T, dsn string, db DB[S], old S) S {
+	t.Helper()
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := db.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // MigrationBackfill checks that migration 0002 fills customers from the
 // rows an older binary wrote at dsn: the totals it computes are the ones
 // the audit recomputes, customers are numbered in order of their first
 // movement, and the money paths carry on from there.
 func MigrationBackfill[S payoutkit.Store](t *testing.T, dsn string, db DB[S]) {
 	ctx := t.Context()
-	old, err := db.OpenAtVersion(ctx, dsn, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	old, exec := older(t, dsn, db, 1)
 	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	at := func(minutes int) time.Time { return base.Add(time.Duration(minutes) * time.Minute) }
-	exec := func(query string, args ...any) {
-		t.Helper()
-		if err := db.Exec(ctx, old, query, args...); err != nil {
-			t.Fatalf("%s: %v", query, err)
-		}
-	}
 	ledger := func(ws, kind string, amount int64, ref string, when time.Time) {
 		t.Helper()
 		exec(`INSERT INTO ledger_entries (workspace_id, kind, amount, ref, event_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
@@ -97,15 +119,8 @@ func MigrationBackfill[S payoutkit.Store](t *testing.T, dsn string, db DB[S]) {
 	for ws, b := range balance {
 		exec(`INSERT INTO balances (workspace_id, available, in_progress) VALUES ($1, $2, $3)`, ws, b[0], b[1])
 	}
-	if err := old.Close(); err != nil {
-		t.Fatal(err)
-	}
 
-	s, err := db.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := upgraded(t, dsn, db, old)
 	// Migration 0012 fills the day counters from the payouts.
 	day := base.Truncate(24 * time.Hour)
 	for ws, want := range map[string][]payoutkit.DayCount{
@@ -193,16 +208,7 @@ func MigrationBackfill[S payoutkit.Store](t *testing.T, dsn string, db DB[S]) {
 // rest do not, and the limit then holds to the cent.
 func MigrationWindow[S payoutkit.Store](t *testing.T, dsn string, db DB[S]) {
 	ctx := t.Context()
-	old, err := db.OpenAtVersion(ctx, dsn, 13)
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec := func(query string, args ...any) {
-		t.Helper()
-		if err := db.Exec(ctx, old, query, args...); err != nil {
-			t.Fatalf("%s: %v", query, err)
-		}
-	}
+	old, exec := older(t, dsn, db, 13)
 	now := time.Now().UTC()
 	exec(`INSERT INTO workspaces (id, name, webhook_secret, created_at) VALUES ('ws_w', 'Old', 'secret', $1)`, db.TS(old, now.Add(-72*time.Hour)))
 	payout := func(id, status string, amount int64, ago time.Duration) {
@@ -218,16 +224,8 @@ func MigrationWindow[S payoutkit.Store](t *testing.T, dsn string, db DB[S]) {
 	exec(`INSERT INTO balances (workspace_id, available, in_progress, controls) VALUES ('ws_w', 100000, 4000, $1)`, true)
 	exec(`INSERT INTO payout_policies (workspace_id, max_payout, daily_limit, approval_over, address_allowlist, cooling_off, spend_hour, spend_pos, spend_expired)
 		VALUES ('ws_w', NULL, 10000, NULL, $1, 0, 0, NULL, 0)`, false)
-	if err := old.Close(); err != nil {
-		t.Fatal(err)
-	}
 
-	s, err := db.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	eng, err := payoutkit.New(s, nil)
+	eng, err := payoutkit.New(upgraded(t, dsn, db, old), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
