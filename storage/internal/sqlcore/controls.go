@@ -19,9 +19,11 @@ import (
 // every create already writes: window_spent is the sum of the workspace's
 // payouts created after window_pos that have not failed, and window_next
 // is no later than the first of them (NULL: there is none). A create at
-// now adds its amount and is refused if window_spent would exceed the
-// limit, provided no payout lies in (window_pos, now-24h]: window_next is
-// after now-24h. Otherwise it first moves window_pos to now-24h, taking
+// now adds its amount if window_spent stays within the limit: the window's
+// sum when no payout lies in (window_pos, now-24h] (window_next is after
+// now-24h), and otherwise a larger sum, so that what it accepts is within
+// the limit too (Fast lets the edge lag WindowLag behind). JudgeCreate,
+// which decides every refusal, first moves window_pos to now-24h, taking
 // off the payouts it passes, read through the (workspace_id, created_at,
 // seq) index: every payout is passed once, so the cost per payout is O(1)
 // however many payouts the window holds. A payout that fails gives its
@@ -37,8 +39,9 @@ import (
 // workspace's next creates are judged from there (Ops.Fast), and their
 // debit carries "controls_version = the one read", with the daily limit as
 // a condition on the balance row. A debit that does not match (the policy
-// changed on any instance, the window must move, the limit or the balance
-// refuses) is judged again from the database, which decides the answer.
+// changed on any instance, the window's edge is due to move, the limit or
+// the balance refuses) is judged again from the database, which decides
+// the answer.
 //
 // Payouts of workspaces without controls never read any of this: their
 // debit carries "controls = false" (balances.controls, kept with the
