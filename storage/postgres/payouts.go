@@ -54,9 +54,6 @@ type createPayoutOp struct {
 func (op *createPayoutOp) statement() (string, []any) {
 	owner, token, until := sqlcore.LeaseArgs(op.lease, ts)
 	args := append(append(payoutArgs(op.p), eventArgs(op.ev)...), owner, token, until)
-	if !op.s.ops.Controlled(op.p.WorkspaceID) {
-		return pgCreatePayoutSQL, args
-	}
 	fast, ok := op.s.ops.Fast(op.p)
 	if !ok {
 		return pgCreatePayoutSQL, args

@@ -209,13 +209,14 @@ type cachedPolicy struct {
 // addressID is a payout's address as the payout names it.
 type addressID struct{ workspaceID, network, address string }
 
+// cachedAddress is the address book's answer: usable is the entry's
+// usable_from, zero when the address is not in the book.
 type cachedAddress struct {
 	version int64
-	inBook  bool
 	usable  time.Time
 }
 
-func (c *controlsCache) remember(p payoutkit.Payout, version int64, pol payoutkit.PayoutPolicy, inBook bool, usable time.Time) {
+func (c *controlsCache) remember(p payoutkit.Payout, version int64, pol payoutkit.PayoutPolicy, usable time.Time) {
 	c.policies.Store(p.WorkspaceID, &cachedPolicy{version: version, pol: pol})
 	if !pol.AddressAllowlist {
 		return
@@ -224,7 +225,7 @@ func (c *controlsCache) remember(p payoutkit.Payout, version int64, pol payoutki
 		c.addresses.Clear()
 		c.nAddress.Store(1)
 	}
-	c.addresses.Store(addressID{p.WorkspaceID, p.Network, p.Address}, &cachedAddress{version: version, inBook: inBook, usable: usable})
+	c.addresses.Store(addressID{p.WorkspaceID, p.Network, p.Address}, &cachedAddress{version: version, usable: usable})
 }
 
 // Controlled reports whether the workspace's last create judged found
@@ -252,7 +253,7 @@ func (o *Ops) Fast(p payoutkit.Payout) (Fast, bool) {
 			return Fast{}, false
 		}
 		a := v.(*cachedAddress)
-		check.InBook, check.Entry.UsableFrom = a.inBook, a.usable
+		check.InBook, check.Entry.UsableFrom = !a.usable.IsZero(), a.usable
 	}
 	if approval, err := check.Judge(p); err != nil || approval != payoutkit.ApprovalNone {
 		return Fast{}, false
@@ -304,7 +305,7 @@ func (o *Ops) JudgeCreate(ctx context.Context, tx *sql.Tx, p payoutkit.Payout) (
 	} else if err != nil {
 		return nil, err
 	}
-	o.cache.remember(p, version, pol, !usable.IsZero(), usable)
+	o.cache.remember(p, version, pol, usable)
 	check := payoutkit.PolicyCheck{Policy: pol, InBook: !usable.IsZero()}
 	check.Entry.UsableFrom = usable
 	if pol.DailyLimit.Set {
@@ -340,7 +341,7 @@ func (o *Ops) moveWindow(ctx context.Context, tx *sql.Tx, p payoutkit.Payout, w 
 		return w, nil
 	}
 	var passed int64
-	next := w.Next
+	var next time.Time
 	err := o.queryRow(ctx, tx, windowMoveSQL, p.WorkspaceID, o.c.TS(w.Pos), o.c.TS(cutoff)).Scan(&passed, TimeCol{&next})
 	return Window{Pos: cutoff, Spent: w.Spent - passed, Next: next}, err
 }
