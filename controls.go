@@ -237,7 +237,7 @@ func (c PolicyCheck) Judge(p Payout) (Approval, error) {
 // type and time: a store that holds a payout for approval records the
 // payout.submitted event of the payout it stored.
 func (ev Event) WithPayout(p Payout) (Event, error) {
-	body, err := json.Marshal(eventBody{ID: ev.ID, Type: ev.Type, CreatedAt: formatTime(ev.CreatedAt), WorkspaceID: ev.WorkspaceID, Data: p})
+	body, err := eventJSON(ev.ID, ev.Type, ev.CreatedAt, ev.WorkspaceID, p)
 	if err != nil {
 		return Event{}, fmt.Errorf("encoding event %s: %w", ev.Type, err)
 	}

@@ -62,7 +62,8 @@ func (p Payout) approval() Approval {
 	return p.Approval
 }
 
-// payoutJSON fixes the contract's member order and nulls.
+// payoutJSON is the contract's payout object as UnmarshalJSON reads it
+// (appendJSON writes the same members in the same order).
 type payoutJSON struct {
 	PayoutID      string       `json:"payout_id"`
 	Status        PayoutStatus `json:"status"`
@@ -83,26 +84,10 @@ type payoutJSON struct {
 
 // MarshalJSON renders the contract's payout object.
 func (p Payout) MarshalJSON() ([]byte, error) {
-	return json.Marshal(payoutJSON{
-		PayoutID: p.PayoutID, Status: p.Status, Amount: p.Amount, Currency: Currency,
-		Asset: p.Asset, Network: p.Network, Address: p.Address, PayerID: p.PayerID,
-		TxID: nullable(p.TxID), FailureReason: nullable(p.FailureReason),
-		AssetAmount: decimalString(p.AssetAmount), NetworkFee: decimalString(p.NetworkFee),
-		CreatedAt: formatTime(p.CreatedAt), UpdatedAt: formatTime(p.UpdatedAt), Approval: p.approval(),
-	})
+	return p.appendJSON(make([]byte, 0, 512)), nil
 }
 
-// decimalString renders a set decimal in plain notation ("0.0005", never
-// "5E-4"), or nil.
-func decimalString(d decimal.NullDecimal) *string {
-	if !d.Valid {
-		return nil
-	}
-	s := d.Decimal.String()
-	return &s
-}
-
-// parseDecimal reads what decimalString rendered.
+// parseDecimal reads what appendJSONDecimal rendered.
 func parseDecimal(s *string) (decimal.NullDecimal, error) {
 	if s == nil {
 		return decimal.NullDecimal{}, nil

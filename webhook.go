@@ -151,20 +151,11 @@ type WebhookEvent struct {
 	Data        json.RawMessage `json:"data"`
 }
 
-// eventBody is the JSON every webhook carries.
-type eventBody struct {
-	ID          string    `json:"id"`
-	Type        EventType `json:"type"`
-	CreatedAt   string    `json:"created_at"`
-	WorkspaceID string    `json:"workspace_id"`
-	Data        any       `json:"data"`
-}
-
 // newEvent records that typ happened to subject, with data (a Payout or an
 // Order) as the body's data member.
 func newEvent(workspaceID string, typ EventType, subject string, data any, at time.Time) (Event, error) {
 	id := "evt_" + timeOrderedID(at)
-	body, err := json.Marshal(eventBody{ID: id, Type: typ, CreatedAt: formatTime(at), WorkspaceID: workspaceID, Data: data})
+	body, err := eventJSON(id, typ, at, workspaceID, data)
 	if err != nil {
 		return Event{}, fmt.Errorf("encoding event %s: %w", typ, err)
 	}
