@@ -126,6 +126,15 @@ func (op *createPayoutOp) controlled(ctx context.Context, tx *sql.Tx) error {
 	j, err := op.s.ops.JudgeCreate(ctx, tx, op.p)
 	switch {
 	case errors.Is(err, sqlcore.ErrNoControls):
+		// No foreign key checks a payout's workspace (migration 0015):
+		// one without a balance row is unknown.
+		var known bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM balances WHERE workspace_id = $1)`, op.p.WorkspaceID).Scan(&known); err != nil {
+			return err
+		}
+		if !known {
+			return refuse(sqlcore.ErrUnknownWorkspace)
+		}
 		return refuse(payoutkit.ErrInsufficientBalance)
 	case sqlcore.Refusal(err):
 		return refuse(err)

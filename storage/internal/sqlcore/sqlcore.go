@@ -73,12 +73,16 @@ var (
 	ErrSchemaOutdated = errors.New("sqlstore: the database's schema is older than this binary's")
 	// ErrNothingToCommit rolls back a write that succeeded without a change.
 	ErrNothingToCommit = errors.New("sqlstore: nothing to commit")
+	// ErrUnknownWorkspace refuses a write for a workspace that has no
+	// balance row, having changed nothing (where no foreign key refuses it
+	// first).
+	ErrUnknownWorkspace = fmt.Errorf("sqlstore: unknown workspace: %w", payoutkit.ErrNotFound)
 )
 
 // Refusal reports whether err is a write's own refusal, after which its
 // transaction is still sound: the write changed nothing.
 func Refusal(err error) bool {
-	return errors.Is(err, ErrNothingToCommit) || errors.Is(err, payoutkit.ErrInsufficientBalance) ||
+	return errors.Is(err, ErrNothingToCommit) || errors.Is(err, ErrUnknownWorkspace) || errors.Is(err, payoutkit.ErrInsufficientBalance) ||
 		errors.Is(err, payoutkit.ErrConflict) || errors.Is(err, payoutkit.ErrPayoutLimit) || errors.Is(err, payoutkit.ErrForbidden)
 }
 
