@@ -15,11 +15,10 @@ type Balance struct {
 
 // MarshalJSON renders the contract's balance object.
 func (b Balance) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Currency   string `json:"currency"`
-		Available  Amount `json:"available"`
-		InProgress Amount `json:"in_progress"`
-	}{Currency, b.Available, b.InProgress})
+	out := appendJSONString(append(make([]byte, 0, 64), `{"currency":`...), Currency)
+	out = append(b.Available.appendText(append(out, `,"available":"`...)), '"')
+	out = append(b.InProgress.appendText(append(out, `,"in_progress":"`...)), '"')
+	return append(out, '}'), nil
 }
 
 // UnmarshalJSON reads the contract's balance object.

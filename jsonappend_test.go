@@ -39,7 +39,7 @@ func eventByEncoder(id string, typ EventType, at time.Time, workspaceID string, 
 	}{id, typ, formatTime(at), workspaceID, data})
 }
 
-// FuzzPayoutJSON holds the appended payout object and webhook body to the
+// FuzzPayoutJSON holds the appended payout object, balance and webhook body to the
 // bytes encoding/json writes for them, whatever the strings hold (quotes,
 // HTML, control characters, invalid UTF-8, U+2028).
 func FuzzPayoutJSON(f *testing.F) {
@@ -78,6 +78,18 @@ func FuzzPayoutJSON(f *testing.F) {
 		body, err := eventJSON("evt_"+payoutID, EventType(status), at, address, p)
 		if err != nil || !bytes.Equal(body, wantBody) {
 			t.Fatalf("event body:\n got %s (%v)\nwant %s", body, err, wantBody)
+		}
+		bal := Balance{Available: Amount(amount), InProgress: Amount(unix)}
+		wantBal, err := json.Marshal(struct {
+			Currency   string `json:"currency"`
+			Available  Amount `json:"available"`
+			InProgress Amount `json:"in_progress"`
+		}{Currency, bal.Available, bal.InProgress})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := bal.MarshalJSON(); err != nil || !bytes.Equal(got, wantBal) {
+			t.Fatalf("balance:\n got %s (%v)\nwant %s", got, err, wantBal)
 		}
 		order := Order{OrderID: payoutID, Amount: Amount(amount), PayerID: payer, Description: reason, CreatedAt: at, UpdatedAt: at}
 		wantBody, err = eventByEncoder(address, EventType(status), at, payer, order)

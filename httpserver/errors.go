@@ -105,12 +105,16 @@ func marshalEnvelope(env envelope) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	head, err := json.Marshal(struct {
-		Code    payoutkit.Code `json:"code"`
-		Message string         `json:"message"`
-	}{env.Code, env.Message})
-	if err != nil {
-		return nil, err
+	head := []byte(`{"code":0,"message":"OK"}`) // writeOK's, the most common
+	if env.Code != 0 || env.Message != "OK" {
+		var err error
+		head, err = json.Marshal(struct {
+			Code    payoutkit.Code `json:"code"`
+			Message string         `json:"message"`
+		}{env.Code, env.Message})
+		if err != nil {
+			return nil, err
+		}
 	}
 	body := append(make([]byte, 0, len(head)+len(data)+10), head[:len(head)-1]...)
 	body = append(append(append(body, `,"data":`...), data...), '}')
