@@ -219,10 +219,11 @@ func (s *Store) ClaimPayoutHandoffs(ctx context.Context, owner string, now, leas
 	if limit <= 0 {
 		return nil, nil
 	}
-	// The hand-off claim's plan holds without pinning
-	// (TestPostgresClaimPlans), which saves the settings' statement.
+	// The plan is pinned (TestPostgresClaimPlans): without statistics the
+	// planner may rather read every submitted payout and sort them than
+	// walk the queue in order.
 	ls, err := sqlcore.Claim(func(read func(sqlcore.RowIter) error) error {
-		return s.w.Claim(ctx, false, read, claimHandoffsSQL, ts(now), ts(leaseUntil), limit, owner)
+		return s.w.Claim(ctx, true, read, claimHandoffsSQL, ts(now), ts(leaseUntil), limit, owner)
 	}, func(sc sqlcore.Scanner, seq *int64) (payoutkit.PayoutLease, error) {
 		l := payoutkit.PayoutLease{Owner: owner}
 		var err error
@@ -236,29 +237,44 @@ func (s *Store) ClaimPayoutHandoffs(ctx context.Context, owner string, now, leas
 }
 
 // markHandedOffSQL records a hand-off if the claim (owner and fencing token)
-// still holds.
-const markHandedOffSQL = `UPDATE payouts SET handed_off_at = COALESCE(handed_off_at, $3), handoff_lease_until = NULL
-	WHERE workspace_id = $1 AND payout_id = $2 AND handoff_owner = $4 AND handoff_token = $5`
+// still holds, and takes the payout out of the hand-off queue; it returns
+// how many payouts it marked. The queue's row goes only with an update
+// that held, so a record too late for its lease leaves the payout to the
+// claim that took it over. The update changes no indexed column.
+const markHandedOffSQL = `WITH p AS (
+	UPDATE payouts SET handed_off_at = COALESCE(handed_off_at, $3), handoff_lease_until = NULL
+	WHERE workspace_id = $1 AND payout_id = $2 AND handoff_owner = $4 AND handoff_token = $5
+	RETURNING seq
+), q AS (
+	DELETE FROM payout_handoffs WHERE seq IN (SELECT seq FROM p)
+)
+SELECT count(*) FROM p`
 
 // MarkPayoutHandedOff implements payoutkit.PayoutStore: a conditional
 // update on the claim's owner and fencing token. It goes in the outbox's
 // batches, with the delivery attempts, not in its workspace's: those hold
 // the workspace's balance row from their first create to their COMMIT, and
-// a hand-off record there (a new version of the payout in every index)
-// made every create of a hot workspace wait for it. A settlement of the
-// same payout racing its record can meet it in a lock cycle with another
-// payout's; PostgreSQL breaks it by failing one of them, whose batch runs
-// again write by write, as after any failed statement.
+// a hand-off record there made every create of a hot workspace wait for
+// it. A settlement of the same payout racing its record can meet it in a
+// lock cycle with another payout's; PostgreSQL breaks it by failing one of
+// them, whose batch runs again write by write, as after any failed
+// statement.
 func (s *Store) MarkPayoutHandedOff(ctx context.Context, l payoutkit.PayoutLease, at time.Time) error {
-	res, err := s.w.Exec(ctx, "", markHandedOffSQL, l.WorkspaceID, l.PayoutID, ts(at), l.Owner, l.Token)
+	args := []any{l.WorkspaceID, l.PayoutID, ts(at), l.Owner, l.Token}
+	var marked int
+	err := s.w.WritePiped(ctx, "", func(ctx context.Context, tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, markHandedOffSQL, args...).Scan(&marked)
+	}, &pgPipe{query: markHandedOffSQL, args: args, read: func(br pgx.BatchResults) (txFunc, error) {
+		return nil, br.QueryRow().Scan(&marked)
+	}})
 	if err != nil {
 		return translate(ctx, "mark payout handed off", err)
 	}
-	if err := sqlcore.MustAffect(res, payoutkit.ErrConflict); err != nil {
+	if marked == 0 {
 		if _, perr := s.Payout(ctx, l.WorkspaceID, l.PayoutID); perr != nil {
 			return perr
 		}
-		return err
+		return payoutkit.ErrConflict
 	}
 	return nil
 }

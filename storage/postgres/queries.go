@@ -6,12 +6,26 @@ import (
 	"github.com/payoutkit/payoutkit/storage/internal/sqlcore"
 )
 
-// The claims lock the due rows with FOR UPDATE SKIP LOCKED, so that
+// claimEventsSQL locks the due events with FOR UPDATE SKIP LOCKED, so that
 // instances claim disjoint sets.
-var (
-	claimEventsSQL   = sqlcore.ClaimEventsSQL("SELECT jsonb_array_elements_text($5::jsonb)", "FOR UPDATE OF e SKIP LOCKED")
-	claimHandoffsSQL = sqlcore.ClaimHandoffsSQL("FOR UPDATE SKIP LOCKED")
+var claimEventsSQL = sqlcore.ClaimEventsSQL("SELECT jsonb_array_elements_text($5::jsonb)", "FOR UPDATE OF e SKIP LOCKED")
+
+// claimHandoffsSQL claims the payouts of payout_handoffs whose hand-off is
+// due (sqlcore.ClaimHandoffsSQL's rule, on the payout's own row), in their
+// order, locked with FOR UPDATE SKIP LOCKED so that instances claim
+// disjoint sets. A held payout waits in the queue until approved; a
+// handed-off or settled one has left it.
+const claimHandoffsSQL = `WITH due AS MATERIALIZED (
+	SELECT p.seq FROM payout_handoffs q JOIN payouts p ON p.seq = q.seq
+	WHERE p.status = 'submitted' AND p.handed_off_at IS NULL AND p.approval <> 'pending'
+		AND (p.handoff_lease_until IS NULL OR p.handoff_lease_until <= $1)
+	ORDER BY q.seq
+	LIMIT $3
+	FOR UPDATE OF p SKIP LOCKED
 )
+UPDATE payouts SET handoff_lease_until = $2, handoff_owner = $4, handoff_token = handoff_token + 1
+WHERE seq IN (SELECT seq FROM due)
+RETURNING ` + sqlcore.PayoutReadCols + `, seq, handoff_token`
 
 // The money movements as one statement each.
 
@@ -87,7 +101,7 @@ func pgCreateSQL(set, cond string) string {
 	INSERT INTO payouts (` + sqlcore.PayoutCols + `, ` + sqlcore.PayoutLeaseCols + `)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $22, $23, $24)
 	ON CONFLICT (workspace_id, payout_id) DO NOTHING
-	RETURNING workspace_id
+	RETURNING workspace_id, seq
 ), d AS (
 	UPDATE balances SET available = available - $4, in_progress = in_progress + $4` + set + `
 	WHERE workspace_id = (SELECT workspace_id FROM p) AND available >= $4 AND ` + cond + `
@@ -103,6 +117,8 @@ func pgCreateSQL(set, cond string) string {
 	` + pgAddDay("d", "$11::timestamptz") + `
 ), e AS (
 	` + pgCreatedEventInsert("d", 13, 22, 24) + `
+), h AS (
+	INSERT INTO payout_handoffs (seq) SELECT seq FROM p WHERE EXISTS (SELECT 1 FROM d)
 )
 SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM d)`
 }
@@ -128,7 +144,9 @@ func pgSettleSQL(set, where string) string {
 	UPDATE payouts SET status = $3, txid = $4, failure_reason = $5, updated_at = $6,
 		asset_amount = $16::numeric, network_fee = $17::numeric` + set + `
 	WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted'` + where + `
-	RETURNING workspace_id, payer_id, amount, created_at
+	RETURNING workspace_id, payer_id, amount, created_at, seq
+), q AS (
+	DELETE FROM payout_handoffs WHERE seq IN (SELECT seq FROM p)
 ), b AS (
 	UPDATE balances SET in_progress = balances.in_progress - p.amount,
 		available = balances.available + CASE WHEN $3 = 'failed' THEN p.amount ELSE 0 END,
@@ -181,6 +199,9 @@ var pgControlledCreateSQL = `WITH d AS (
 ), h AS (
 	UPDATE payouts SET approval = 'pending', handoff_owner = NULL, handoff_lease_until = NULL
 	WHERE workspace_id = (SELECT workspace_id FROM d) AND payout_id = $3 AND $18::boolean
+), q AS (
+	INSERT INTO payout_handoffs (seq)
+	SELECT seq FROM payouts WHERE workspace_id = (SELECT workspace_id FROM d) AND payout_id = $3
 )
 SELECT count(*) FROM d`
 
