@@ -62,7 +62,7 @@ func TestMigrationQueuesHandoffs(t *testing.T) {
 		{"p-later", "submitted", "NULL"},
 	} {
 		exec(`INSERT INTO payouts (workspace_id, payout_id, status, amount, asset, network, address, payer_id, created_at, updated_at, handed_off_at)
-			VALUES ('ws_h', $1, $2, 100, 'USDT', 'TRON', 'T...', 'alice', now(), now(), ` + p.handedOff + `)`, p.id, p.status)
+			VALUES ('ws_h', $1, $2, 100, 'USDT', 'TRON', 'T...', 'alice', now(), now(), `+p.handedOff+`)`, p.id, p.status)
 	}
 	if err := old.Close(); err != nil {
 		t.Fatal(err)
