@@ -11,9 +11,9 @@ import (
 var claimEventsSQL = sqlcore.ClaimEventsSQL("SELECT jsonb_array_elements_text($5::jsonb)", "FOR UPDATE OF e SKIP LOCKED")
 
 // claimHandoffsSQL claims the payouts of payout_handoffs whose hand-off is
-// due (sqlcore.ClaimHandoffsSQL's rule, on the payout's own row), in their
-// order, locked with FOR UPDATE SKIP LOCKED so that instances claim
-// disjoint sets. A held payout waits in the queue until approved; a
+// due (submitted, not handed off, not held, lease free, judged on the
+// payout's own row), in their order, locked with FOR UPDATE SKIP LOCKED so
+// that instances claim disjoint sets. A held payout waits in the queue until approved; a
 // handed-off or settled one has left it.
 const claimHandoffsSQL = `WITH due AS MATERIALIZED (
 	SELECT p.seq FROM payout_handoffs q JOIN payouts p ON p.seq = q.seq

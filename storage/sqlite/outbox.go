@@ -13,10 +13,21 @@ import (
 
 // The claims: the single writer connection serialises them, so they need
 // no row locks.
-var (
-	claimEventsSQL   = sqlcore.ClaimEventsSQL("SELECT value FROM json_each($5)", "")
-	claimHandoffsSQL = sqlcore.ClaimHandoffsSQL("")
+var claimEventsSQL = sqlcore.ClaimEventsSQL("SELECT value FROM json_each($5)", "")
+
+// claimHandoffsSQL claims the payouts whose hand-off is due (submitted, not
+// handed off, not held, lease free), in their order, along the partial
+// index payouts_handoff_due. (PostgreSQL keeps a queue table instead.)
+const claimHandoffsSQL = `WITH due AS MATERIALIZED (
+	SELECT seq FROM payouts
+	WHERE status = 'submitted' AND handed_off_at IS NULL AND approval <> 'pending'
+		AND (handoff_lease_until IS NULL OR handoff_lease_until <= $1)
+	ORDER BY seq
+	LIMIT $3
 )
+UPDATE payouts SET handoff_lease_until = $2, handoff_owner = $4, handoff_token = handoff_token + 1
+WHERE seq IN (SELECT seq FROM due)
+RETURNING ` + sqlcore.PayoutReadCols + `, seq, handoff_token`
 
 const (
 	insertAttemptSQL = `INSERT INTO delivery_attempts (` + sqlcore.AttemptCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7)`

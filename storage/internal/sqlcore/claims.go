@@ -21,13 +21,10 @@ import (
 // next_attempt_at.
 //
 // ClaimEventsSQL takes the database's set of the JSON array $5 and its
-// locking clause; ClaimHandoffsSQL takes the locking clause.
+// locking clause.
 func ClaimEventsSQL(exceptSet, locking string) string {
 	return fmt.Sprintf(claimEventsSQL, exceptSet, locking)
 }
-
-// ClaimHandoffsSQL is the hand-off claim with the database's locking clause.
-func ClaimHandoffsSQL(locking string) string { return fmt.Sprintf(claimHandoffsSQL, locking) }
 
 const claimEventsSQL = `WITH due AS MATERIALIZED (
 	SELECT e.seq FROM events e
@@ -45,18 +42,6 @@ const claimEventsSQL = `WITH due AS MATERIALIZED (
 UPDATE events SET lease_owner = $4, lease_until = $2
 WHERE seq IN (SELECT seq FROM due)
 RETURNING ` + EventCols + `, seq`
-
-const claimHandoffsSQL = `WITH due AS MATERIALIZED (
-	SELECT seq FROM payouts
-	WHERE status = 'submitted' AND handed_off_at IS NULL AND approval <> 'pending'
-		AND (handoff_lease_until IS NULL OR handoff_lease_until <= $1)
-	ORDER BY seq
-	LIMIT $3
-	%s
-)
-UPDATE payouts SET handoff_lease_until = $2, handoff_owner = $4, handoff_token = handoff_token + 1
-WHERE seq IN (SELECT seq FROM due)
-RETURNING ` + PayoutReadCols + `, seq, handoff_token`
 
 // EventValues renders an event's values after id and workspace_id from
 // their placeholders (EventArgs order), for a row w of workspaces: the
