@@ -50,3 +50,10 @@ func (s *Store) reader() sqlcore.Querier { return s.w.Reader() }
 
 // ts is t as the store stores it.
 func (*Store) ts(t time.Time) any { return ts(t) }
+
+// WithWorkspaceCommitters runs n committers for the workspaces' writes,
+// whatever the machine's cores, so that tests on a small machine still
+// split workspaces between committers as a large one does.
+func WithWorkspaceCommitters(n int) Option {
+	return func(c *config) { c.committers = n }
+}

@@ -103,6 +103,71 @@ func TestPostgresInstancesRace(t *testing.T) {
 	}
 }
 
+// Two instances, each splitting the workspaces between three committers as
+// a larger machine does, race payouts over five workspaces at once: every
+// batch holds several workspaces' balance rows, and batches of the two
+// instances take them in the same order, so none waits for the other in a
+// cycle; each workspace pays out exactly what it holds.
+func TestPostgresInstancesRaceAcrossWorkspaces(t *testing.T) {
+	dsn := pgtest.Postgres(t)
+	var engines []*payoutkit.Engine
+	var stores []*postgres.Store
+	for range 2 {
+		s, err := postgres.Open(t.Context(), dsn, postgres.WithWorkspaceCommitters(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores = append(stores, s)
+		engines = append(engines, newEngine(t, s))
+	}
+	const workspaces, funded, perWorkspace = 5, 40, 60 // 60 tries of 1.00 against 40.00
+	var ids []string
+	for w := range workspaces {
+		nw, err := engines[0].CreateWorkspace(t.Context(), payoutkit.CreateWorkspaceRequest{Name: fmt.Sprintf("Spread %d", w)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, nw.Workspace.ID)
+		fund(t, engines[w%2], nw.Workspace.ID, "fund", fmt.Sprintf("%d.00", funded))
+	}
+	accepted := make([]atomic.Int64, workspaces)
+	var start, done sync.WaitGroup
+	start.Add(1)
+	for w, ws := range ids {
+		for i := range perWorkspace {
+			done.Go(func() {
+				start.Wait()
+				eng := engines[(w+i)%2]
+				_, _, err := eng.CreatePayout(t.Context(), ws, payoutRequest(fmt.Sprintf("po-%d", i), "1.00"))
+				switch {
+				case err == nil:
+					accepted[w].Add(1)
+				case !errors.Is(err, payoutkit.ErrInsufficientBalance):
+					t.Errorf("workspace %d payout %d: %v", w, i, err)
+				}
+			})
+		}
+	}
+	start.Done()
+	done.Wait()
+	for w, ws := range ids {
+		if got := accepted[w].Load(); got != funded {
+			t.Errorf("workspace %d: %d payouts accepted, want %d", w, got, funded)
+		}
+		a, err := stores[w%2].Audit(t.Context(), ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Check(); err != nil {
+			t.Fatal(err)
+		}
+		if a.Available != 0 || a.InProgress != funded*100 {
+			t.Errorf("workspace %d: audit %+v", w, a)
+		}
+	}
+}
+
 // Dispatchers on two instances claiming one outbox at once never hold the
 // same event, and a payout's later event is not claimed while its earlier
 // one is pending.

@@ -30,6 +30,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -111,6 +112,9 @@ type db struct {
 	// workspace.
 	committers []*committer
 	batch      *committer
+	// workspaceCommitters is how many of committers take the writes of
+	// workspaces.
+	workspaceCommitters int
 	// observeCommit is WithCommitObserver's function, or nil.
 	observeCommit func(writes int, d time.Duration)
 	// callerDB is set when the pool is the caller's (New): Close leaves it
@@ -145,6 +149,9 @@ type config struct {
 	// analyze (statistics.go); tests shorten it.
 	statisticsInterval time.Duration
 	existing           bool
+	// committers is how many committers take the workspaces' writes (0:
+	// workspaceCommitters()); tests set it.
+	committers int
 }
 
 // WithExistingSchema opens only a database that payoutkit has migrated to
@@ -279,16 +286,18 @@ func (s *Store) WithTx(tx bun.Tx) *Store {
 
 func newStore(sqldb *sql.DB, cfg config, name string) *Store {
 	d := &db{sqldb: sqldb, log: cfg.logger, name: name, observeCommit: cfg.observeCommit, existing: cfg.existing,
-		statisticsInterval: cfg.statisticsInterval, statsPoke: make(chan struct{}, 1), reads: newReadGroups(sqldb, readLanes)}
+		statisticsInterval: cfg.statisticsInterval, statsPoke: make(chan struct{}, 1), reads: newReadGroups(sqldb, readLanes),
+		workspaceCommitters: cmp.Or(cfg.committers, workspaceCommitters())}
 	return &Store{d: d, w: d, ops: newOps(d)}
 }
 
 // start starts the committers and the statistics keeper.
 func (s *Store) start() {
-	for range pgCommitters + 1 { // the last one takes the writes of no workspace
+	n := s.d.workspaceCommitters
+	for range n + 1 { // the last one takes the writes of no workspace
 		s.d.committers = append(s.d.committers, newCommitter(s.d))
 	}
-	s.d.batch = s.d.committers[pgCommitters]
+	s.d.batch = s.d.committers[n]
 	s.d.startStatistics()
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"hash/fnv"
+	"runtime"
 
 	"github.com/payoutkit/payoutkit/storage/internal/sqlcore"
 )
@@ -184,13 +185,21 @@ func (d *db) Close() error {
 	return d.sqldb.Close()
 }
 
-// pgCommitters is how many committers a store runs for the writes of
-// workspaces. Writes of one workspace go to one of them (its balance row
-// allows one writer at a time anyway); writes of other workspaces proceed
-// beside them. One more committer takes the writes of no workspace (the
-// outbox's claims and attempts), so that deliveries never wait in a
-// workspace's batches nor those in theirs (docs/PERFORMANCE.md).
-const pgCommitters = 4
+// workspaceCommitters is how many committers a store runs for the writes
+// of workspaces: one per four of the process's cores, at least one. Writes
+// of one workspace go to one of them (its balance row allows one writer at
+// a time anyway); writes of other workspaces proceed beside them. Each
+// more committer takes its share of the writes, so every batch is smaller
+// and every write pays a larger share of its batch's round trips and
+// COMMIT: on two cores, with payouts spread over 100 workspaces, four
+// committers made 0.58 transactions a payout where one makes 0.39, and
+// one took 13% less of the server's CPU a payout and 19% less of the
+// database's, with a p99 of 105 ms instead of 136 (docs/PERFORMANCE.md).
+// One committer keeps up with what two cores can send it; a larger machine
+// sends more, and gets more committers. One more committer takes the
+// writes of no workspace (the outbox's claims and attempts), so that
+// deliveries never wait in a workspace's batches nor those in theirs.
+func workspaceCommitters() int { return max(1, runtime.GOMAXPROCS(0)/4) }
 
 // committerFor returns the committer of the writes of workspace key ("":
 // none, the outbox's).
@@ -198,7 +207,11 @@ func (d *db) committerFor(key string) *committer {
 	if key == "" {
 		return d.batch
 	}
+	n := len(d.committers) - 1
+	if n == 1 {
+		return d.committers[0]
+	}
 	h := fnv.New32a()
 	h.Write([]byte(key))
-	return d.committers[h.Sum32()%uint32(len(d.committers)-1)]
+	return d.committers[h.Sum32()%uint32(n)]
 }
