@@ -66,26 +66,18 @@ func TestPostgresInstancesRace(t *testing.T) {
 
 	const perEngine = 250
 	var accepted, refused atomic.Int64
-	var start, done sync.WaitGroup
-	start.Add(1)
-	for e, eng := range engines {
-		for i := range perEngine {
-			done.Go(func() {
-				start.Wait()
-				_, _, err := eng.CreatePayout(t.Context(), ws, payoutRequest(fmt.Sprintf("po-%d-%d", e, i), "1.00"))
-				switch {
-				case err == nil:
-					accepted.Add(1)
-				case errors.Is(err, payoutkit.ErrInsufficientBalance):
-					refused.Add(1)
-				default:
-					t.Errorf("payout %d-%d: %v", e, i, err)
-				}
-			})
+	storetest.Race(len(engines)*perEngine, func(n int) {
+		e, i := n/perEngine, n%perEngine
+		_, _, err := engines[e].CreatePayout(t.Context(), ws, payoutRequest(fmt.Sprintf("po-%d-%d", e, i), "1.00"))
+		switch {
+		case err == nil:
+			accepted.Add(1)
+		case errors.Is(err, payoutkit.ErrInsufficientBalance):
+			refused.Add(1)
+		default:
+			t.Errorf("payout %d-%d: %v", e, i, err)
 		}
-	}
-	start.Done()
-	done.Wait()
+	})
 	if accepted.Load() != 100 || refused.Load() != 2*perEngine-100 {
 		t.Fatalf("accepted %d, refused %d; want 100, %d", accepted.Load(), refused.Load(), 2*perEngine-100)
 	}
@@ -132,25 +124,16 @@ func TestPostgresInstancesRaceAcrossWorkspaces(t *testing.T) {
 		fund(t, engines[w%2], nw.Workspace.ID, "fund", fmt.Sprintf("%d.00", funded))
 	}
 	accepted := make([]atomic.Int64, workspaces)
-	var start, done sync.WaitGroup
-	start.Add(1)
-	for w, ws := range ids {
-		for i := range perWorkspace {
-			done.Go(func() {
-				start.Wait()
-				eng := engines[(w+i)%2]
-				_, _, err := eng.CreatePayout(t.Context(), ws, payoutRequest(fmt.Sprintf("po-%d", i), "1.00"))
-				switch {
-				case err == nil:
-					accepted[w].Add(1)
-				case !errors.Is(err, payoutkit.ErrInsufficientBalance):
-					t.Errorf("workspace %d payout %d: %v", w, i, err)
-				}
-			})
+	storetest.Race(workspaces*perWorkspace, func(n int) {
+		w, i := n/perWorkspace, n%perWorkspace
+		_, _, err := engines[(w+i)%2].CreatePayout(t.Context(), ids[w], payoutRequest(fmt.Sprintf("po-%d", i), "1.00"))
+		switch {
+		case err == nil:
+			accepted[w].Add(1)
+		case !errors.Is(err, payoutkit.ErrInsufficientBalance):
+			t.Errorf("workspace %d payout %d: %v", w, i, err)
 		}
-	}
-	start.Done()
-	done.Wait()
+	})
 	for w, ws := range ids {
 		if got := accepted[w].Load(); got != funded {
 			t.Errorf("workspace %d: %d payouts accepted, want %d", w, got, funded)

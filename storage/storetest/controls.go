@@ -348,7 +348,7 @@ func RaceDailyLimit(t *testing.T, stores ...payoutkit.Store) {
 	e.policy(ws, payoutkit.PolicyPatch{DailyLimit: limit("1000")})
 	var mu sync.Mutex
 	accepted, refused, one := 0, 0, ""
-	race(1000, func(i int) {
+	Race(1000, func(i int) {
 		id := fmt.Sprintf("po-%d", i)
 		_, _, err := engines[i%len(engines)].CreatePayout(e.ctx, ws, payoutRequest(id, "5.00"))
 		mu.Lock()
@@ -372,7 +372,7 @@ func RaceDailyLimit(t *testing.T, stores ...payoutkit.Store) {
 		t.Fatal(err)
 	}
 	accepted = 0
-	race(20, func(i int) {
+	Race(20, func(i int) {
 		_, _, err := engines[i%len(engines)].CreatePayout(e.ctx, ws, payoutRequest(fmt.Sprintf("po-again-%d", i), "5.00"))
 		mu.Lock()
 		defer mu.Unlock()

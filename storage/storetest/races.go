@@ -9,8 +9,9 @@ import (
 	"github.com/payoutkit/payoutkit"
 )
 
-// race runs n copies of f at once, released together, and waits for them.
-func race(n int, f func(i int)) {
+// Race runs n copies of f at once, released together, and waits for them:
+// the harness of the suite's races, for a store's own race tests.
+func Race(n int, f func(i int)) {
 	var start, done sync.WaitGroup
 	start.Add(1)
 	for i := range n {
@@ -30,7 +31,7 @@ func testRaces(t *testing.T, open Open) {
 		e.fund(ws, "100.00")
 		var mu sync.Mutex
 		accepted, refused := 0, 0
-		race(1000, func(i int) {
+		Race(1000, func(i int) {
 			_, _, err := e.payout(ws, fmt.Sprintf("po-%d", i), "1.00")
 			mu.Lock()
 			defer mu.Unlock()
@@ -55,7 +56,7 @@ func testRaces(t *testing.T, open Open) {
 		e.fund(ws, "100.00")
 		var mu sync.Mutex
 		created, replayed := 0, 0
-		race(50, func(int) {
+		Race(50, func(int) {
 			_, r, err := e.payout(ws, "po-same", "10.00")
 			mu.Lock()
 			defer mu.Unlock()
@@ -84,7 +85,7 @@ func testRaces(t *testing.T, open Open) {
 		must[payoutkit.Payout](t)(first(e.payout(ws, "po-1", "10.00")))
 		var mu sync.Mutex
 		ok, conflicts := 0, 0
-		race(20, func(i int) {
+		Race(20, func(i int) {
 			var err error
 			if i%2 == 0 {
 				_, err = e.eng.FailPayout(e.ctx, ws, "po-1", "down")
@@ -120,7 +121,7 @@ func testRaces(t *testing.T, open Open) {
 		e := newEnv(t, open)
 		ws := e.workspace().Workspace.ID
 		must[payoutkit.Order](t)(first(e.eng.CreateOrder(e.ctx, ws, payoutkit.CreateOrderRequest{OrderID: "o1", Amount: "7.00"})))
-		race(20, func(int) {
+		Race(20, func(int) {
 			o, err := e.eng.MarkOrderPaid(e.ctx, ws, "o1")
 			if err != nil || o.Status != payoutkit.OrderPaid {
 				t.Errorf("MarkOrderPaid = %+v, %v", o, err)
@@ -139,7 +140,7 @@ func testRaces(t *testing.T, open Open) {
 		a, b := e.workspace().Workspace.ID, e.workspace().Workspace.ID
 		e.fund(a, "50.00")
 		e.fund(b, "50.00")
-		race(200, func(i int) {
+		Race(200, func(i int) {
 			ws := a
 			if i%2 == 1 {
 				ws = b
