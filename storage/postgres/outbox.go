@@ -71,14 +71,15 @@ func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.Del
 }
 
 // PruneEvents implements payoutkit.Outbox: one statement, which passes
-// over the rows another session holds.
+// over the rows another session holds. It looks no further than the first
+// event recorded since before (sqlcore.PruneBoundSQL).
 func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
 	var n int
 	err := s.w.Admin().QueryRowContext(ctx, `WITH d AS (
-			SELECT seq, id FROM events WHERE state = 'delivered' AND created_at < $1
+			SELECT seq, id FROM events WHERE state = 'delivered' AND created_at < $1 AND seq < `+sqlcore.PruneBoundSQL+`
 			ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED
 		), a AS (
 			DELETE FROM delivery_attempts WHERE event_id IN (SELECT id FROM d)

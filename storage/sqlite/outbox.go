@@ -114,15 +114,16 @@ func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.Del
 }
 
 // PruneEvents implements payoutkit.Outbox. The candidates are found on the
-// read pool, so that the search (a scan when there is nothing to prune)
-// never holds the write lock, and deleted in one short write that checks
-// them again.
+// read pool, so that the search never holds the write lock, and deleted in
+// one short write that checks them again. The search looks no further than
+// the first event recorded since before (sqlcore.PruneBoundSQL).
 func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
 	rows, err := s.w.Reader().QueryContext(ctx,
-		`SELECT seq FROM events WHERE state = 'delivered' AND created_at < $1 ORDER BY seq LIMIT $2`, ts(before), limit)
+		`SELECT seq FROM events WHERE state = 'delivered' AND created_at < $1 AND seq < `+sqlcore.PruneBoundSQL+`
+		ORDER BY seq LIMIT $2`, ts(before), limit)
 	if err != nil {
 		return 0, translate(ctx, "prune events", err)
 	}
