@@ -51,3 +51,9 @@ func BenchmarkCreatePayoutSpread(b *testing.B) { sqltest.BenchCreatePayoutSpread
 // (a daily limit and the address allowlist, judged in the create's
 // transaction).
 func BenchmarkCreatePayoutControls(b *testing.B) { sqltest.BenchCreatePayoutControls(b, benchDB(b)) }
+
+// BenchmarkHandoffBacklog hands off a backlog of payouts, as a dispatcher
+// back from its processor's outage does:
+//
+//	go test -run XXX -bench HandoffBacklog -benchtime 20000x ./storage/postgres
+func BenchmarkHandoffBacklog(b *testing.B) { sqltest.BenchHandoffBacklog(b, benchDB(b)) }

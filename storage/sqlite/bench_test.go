@@ -56,3 +56,7 @@ func BenchmarkCreatePayoutSpread(b *testing.B) { sqltest.BenchCreatePayoutSpread
 // (a daily limit and the address allowlist, judged in the create's
 // transaction).
 func BenchmarkCreatePayoutControls(b *testing.B) { sqltest.BenchCreatePayoutControls(b, benchDB(b)) }
+
+// BenchmarkHandoffBacklog hands off a backlog of payouts, as a dispatcher
+// back from its processor's outage does.
+func BenchmarkHandoffBacklog(b *testing.B) { sqltest.BenchHandoffBacklog(b, benchDB(b)) }

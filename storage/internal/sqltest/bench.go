@@ -2,6 +2,7 @@ package sqltest
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -238,5 +239,62 @@ func BenchCreatePayoutControls(b *testing.B, db Bench) {
 			b.Fatal(err)
 		}
 		run("on-window-full")
+	}
+}
+
+// BenchHandoffBacklog measures handing off a backlog of payouts, as a
+// dispatcher does when its processor comes back from an outage: claims of
+// 16 while the 256 hand-offs claimed before them are in flight, each
+// recorded as it finishes. One op is one payout claimed and recorded. The
+// backlog is b.N payouts and a window more, so -benchtime Nx sets how far
+// the drain goes: a claim that walks the queue from its head past the
+// entries of recorded hand-offs costs more the further it has gone.
+func BenchHandoffBacklog(b *testing.B, db Bench) {
+	const window, claim = 256, 16
+	var seq atomic.Int64
+	for _, st := range benchStores(b, db) {
+		b.Run(st.name, func(b *testing.B) {
+			// Each run adds its own backlog: ids go on from the run before's.
+			last := seq.Load() + int64(b.N+window+claim)
+			var wg sync.WaitGroup
+			for range 32 {
+				wg.Go(func() {
+					for n := seq.Add(1); n <= last && !b.Failed(); n = seq.Add(1) {
+						if _, _, err := st.eng.CreatePayout(b.Context(), st.ws, payoutRequest(fmt.Sprintf("backlog-%d", n), "0.01")); err != nil {
+							b.Error(err)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			seq.Store(last)
+			b.ResetTimer()
+			var claiming time.Duration
+			reportCPU(b, func() {
+				var inFlight []payoutkit.PayoutLease
+				for done := 0; done < b.N; {
+					now := time.Now()
+					ls, err := st.store.ClaimPayoutHandoffs(b.Context(), "bench", now, now.Add(time.Hour), claim)
+					claiming += time.Since(now)
+					if err != nil || len(ls) == 0 {
+						b.Fatalf("claimed %d with %d of %d recorded: %v", len(ls), done, b.N, err)
+					}
+					inFlight = append(inFlight, ls...)
+					// The oldest finish, together, as workers do.
+					n := min(max(len(inFlight)-window, 0), b.N-done)
+					var marks sync.WaitGroup
+					for _, l := range inFlight[:n] {
+						marks.Go(func() {
+							if err := st.store.MarkPayoutHandedOff(b.Context(), l, now); err != nil {
+								b.Error(err)
+							}
+						})
+					}
+					marks.Wait()
+					inFlight, done = inFlight[n:], done+n
+				}
+			})
+			b.ReportMetric(float64(claiming.Nanoseconds())/float64(b.N), "claim-ns/op")
+		})
 	}
 }
