@@ -4,6 +4,7 @@
 package memstore
 
 import (
+	"container/list"
 	"context"
 	"slices"
 	"strconv"
@@ -25,6 +26,7 @@ type Store struct {
 	keys       map[string]*payoutkit.APIKey   // by prefix
 	events     map[string]*event              // by id
 	pending    []*event                       // pending events, oldest first
+	handoffs   list.List                      // of *payout that may await their hand-off, oldest first
 	sessions   map[[32]byte]payoutkit.StaffSession
 	failures   map[string]payoutkit.SignInFailures // by e-mail
 	recovery   map[string]map[[32]byte]bool        // unused recovery codes by e-mail
@@ -365,6 +367,7 @@ func (s *Store) CreatePayout(_ context.Context, p payoutkit.Payout, ev payoutkit
 	}
 	w.payouts[p.PayoutID] = row
 	w.payoutList = append(w.payoutList, row)
+	s.handoffs.PushBack(row)
 	w.created(row)
 	w.day(p.CreatedAt).InProgress++
 	s.customer(w, p.PayerID, p.CreatedAt).InProgress += p.Amount
@@ -527,22 +530,28 @@ func parseTimeCursor(c string) (at, seq int64, ok bool) {
 func (s *Store) ClaimPayoutHandoffs(_ context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.PayoutLease, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var due []*payout
-	for _, w := range s.workspaces {
-		for _, r := range w.payoutList {
-			if r.Status == payoutkit.PayoutSubmitted && !r.handedOff && !r.leaseUntil.After(now) && r.Approval != payoutkit.ApprovalPending {
-				due = append(due, r)
-			}
+	// Payouts handed off or settled leave the queue as a claim meets them,
+	// so that each is passed once; those behind a live lease or held for
+	// approval are passed over.
+	var out []payoutkit.PayoutLease
+	for e := s.handoffs.Front(); e != nil && len(out) < limit; {
+		r, next := e.Value.(*payout), e.Next()
+		switch {
+		case r.leftHandoffs():
+			s.handoffs.Remove(e)
+		case !r.leaseUntil.After(now) && r.Approval != payoutkit.ApprovalPending:
+			r.leaseUntil, r.leaseOwner = leaseUntil, owner
+			r.leaseToken++
+			out = append(out, payoutkit.PayoutLease{Payout: r.Payout, Owner: owner, Token: r.leaseToken})
 		}
-	}
-	slices.SortFunc(due, func(a, b *payout) int { return int(a.seq - b.seq) })
-	out := make([]payoutkit.PayoutLease, 0, min(limit, len(due)))
-	for _, r := range due[:min(limit, len(due))] {
-		r.leaseUntil, r.leaseOwner = leaseUntil, owner
-		r.leaseToken++
-		out = append(out, payoutkit.PayoutLease{Payout: r.Payout, Owner: owner, Token: r.leaseToken})
+		e = next
 	}
 	return out, nil
+}
+
+// leftHandoffs reports whether the payout needs no hand-off any more.
+func (r *payout) leftHandoffs() bool {
+	return r.Status != payoutkit.PayoutSubmitted || r.handedOff
 }
 
 // MarkPayoutHandedOff implements payoutkit.PayoutStore.
