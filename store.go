@@ -128,7 +128,12 @@ type PayoutStore interface {
 	// been handed to the processor, are not held for approval
 	// (ApprovalPending), and hold no live lease, to owner until
 	// leaseUntil, oldest first. Each claim gives the payout a new fencing
-	// token, larger than any earlier one of that payout.
+	// token, larger than any earlier one of that payout. A store may read
+	// on from where its last claim that reached limit ended, so that a
+	// backlog's claims do not each walk past the payouts in flight; it
+	// comes back for older ones (a lease that expired, a payout approved)
+	// in a claim that would otherwise come up short, and at least once per
+	// lease's length (leaseUntil − now).
 	ClaimPayoutHandoffs(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]PayoutLease, error)
 	// MarkPayoutHandedOff records that the processor accepted the leased
 	// payout, only while l's owner and token are the payout's latest claim:

@@ -34,35 +34,49 @@ func TestPostgresClaimPlans(t *testing.T) {
 	if _, err := s.writer().ExecContext(ctx, `INSERT INTO payout_handoffs (seq) SELECT seq FROM payouts`); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		name, query, index string
-		args               []any
-		settings           bool // run under pgClaimSettings, as claim does
-	}{
-		{"claim events", claimEventsSQL, "events_due", []any{now, until, 100, "owner", "[]"}, true},
-		{"claim events passing over a workspace", claimEventsSQL, "events_due", []any{now, until, 100, "owner", `["ws_other"]`}, true},
-		{"claim hand-offs", claimHandoffsSQL, "payout_handoffs_pkey", []any{now, until, 100, "owner"}, true},
-	} {
-		tx, err := s.d.sqldb.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.settings {
-			if _, err := tx.ExecContext(ctx, pgClaimSettings); err != nil {
+	// Without statistics, and then with statistics that count the whole
+	// queue due, in which the planner would rather join the hand-offs by
+	// reading payouts in order from the first one ever made.
+	for _, analyze := range []bool{false, true} {
+		if analyze {
+			if _, err := s.writer().ExecContext(ctx, `ANALYZE events, payouts, payout_handoffs`); err != nil {
 				t.Fatal(err)
 			}
 		}
-		rows, err := tx.QueryContext(ctx, "EXPLAIN "+c.query, c.args...)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		text := planText(t, rows)
-		tx.Rollback()
-		if !strings.Contains(text, " Scan using "+c.index+" on ") { // an Index or an Index Only Scan
-			t.Errorf("%s does not walk %s:\n%s", c.name, c.index, text)
-		}
-		if strings.Contains(text, "Sort") || strings.Contains(text, "Bitmap") {
-			t.Errorf("%s reads and sorts every due row:\n%s", c.name, text)
+		for _, c := range []struct {
+			name, query, index string
+			args               []any
+			settings           bool // run under pgClaimSettings, as claim does
+		}{
+			{"claim events", claimEventsSQL, "events_due", []any{now, until, 100, "owner", "[]"}, true},
+			{"claim events passing over a workspace", claimEventsSQL, "events_due", []any{now, until, 100, "owner", `["ws_other"]`}, true},
+			{"claim hand-offs", claimHandoffsSQL, "payout_handoffs_pkey", []any{now, until, 100, "owner", 0}, true},
+			{"claim hand-offs from a cursor", claimHandoffsSQL, "payout_handoffs_pkey", []any{now, until, 100, "owner", 5000}, true},
+		} {
+			tx, err := s.d.sqldb.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.settings {
+				if _, err := tx.ExecContext(ctx, pgClaimSettings); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rows, err := tx.QueryContext(ctx, "EXPLAIN "+c.query, c.args...)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			text := planText(t, rows)
+			tx.Rollback()
+			if !strings.Contains(text, " Scan using "+c.index+" on ") { // an Index or an Index Only Scan
+				t.Errorf("%s does not walk %s:\n%s", c.name, c.index, text)
+			}
+			if strings.Contains(text, "Sort") || strings.Contains(text, "Bitmap") {
+				t.Errorf("%s reads and sorts every due row:\n%s", c.name, text)
+			}
+			if strings.Contains(text, "Merge Join") || strings.Contains(text, "Hash Join") {
+				t.Errorf("%s joins by reading the joined table from its start:\n%s", c.name, text)
+			}
 		}
 	}
 
@@ -92,24 +106,25 @@ func TestPostgresClaimSettingsEndWithClaim(t *testing.T) {
 	}
 	defer s.Close()
 	settings := func(pinPlan bool) string {
-		var sort, bitmap string
+		var sort, bitmap, merge, hash string
 		err := s.w.Claim(ctx, pinPlan, func(rows sqlcore.RowIter) error {
 			defer rows.Close()
 			if !rows.Next() {
 				return fmt.Errorf("no row: %v", rows.Err())
 			}
-			return rows.Scan(&sort, &bitmap)
-		}, `SELECT current_setting('enable_sort'), current_setting('enable_bitmapscan')`)
+			return rows.Scan(&sort, &bitmap, &merge, &hash)
+		}, `SELECT current_setting('enable_sort'), current_setting('enable_bitmapscan'),
+			current_setting('enable_mergejoin'), current_setting('enable_hashjoin')`)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return sort + "/" + bitmap
+		return strings.Join([]string{sort, bitmap, merge, hash}, "/")
 	}
-	if got := settings(true); got != "off/off" {
-		t.Errorf("a pinned claim ran with enable_sort/enable_bitmapscan %s; want off/off", got)
+	if got := settings(true); got != "off/off/off/off" {
+		t.Errorf("a pinned claim ran with enable_sort/bitmapscan/mergejoin/hashjoin %s; want off/off/off/off", got)
 	}
-	if got := settings(false); got != "on/on" {
-		t.Errorf("a claim after a pinned one ran with %s; want on/on", got)
+	if got := settings(false); got != "on/on/on/on" {
+		t.Errorf("a claim after a pinned one ran with %s; want on/on/on/on", got)
 	}
 	var sortOn string
 	if err := s.reader().QueryRowContext(ctx, "SHOW enable_sort").Scan(&sortOn); err != nil || sortOn != "on" {
@@ -273,4 +288,49 @@ func openPostgresWorkspace(t *testing.T, url string) *Store {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// A claim reads on from where the last full claim ended, and still claims
+// what lies behind that point: right away when the claim from the cursor
+// comes up short, and once a lease's length has passed since the last
+// claim from the queue's head, oldest first either way.
+func TestPostgresHandoffCursor(t *testing.T) {
+	s := openPostgresWorkspace(t, "")
+	ctx := t.Context()
+	if _, err := s.writer().ExecContext(ctx, `INSERT INTO payouts (`+sqlcore.PayoutCols+`)
+		SELECT 'ws', 'po-' || i, 'submitted', 100, 'USDT', 'TRON', 'T', 'payer', '', '', now(), now() FROM generate_series(1, 5) AS i`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.writer().ExecContext(ctx, `INSERT INTO payout_handoffs (seq) SELECT seq FROM payouts`); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().UTC()
+	claim := func(now time.Time, lease time.Duration, limit int, want ...string) {
+		t.Helper()
+		ls, err := s.ClaimPayoutHandoffs(ctx, "owner", now, now.Add(lease), limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, l := range ls {
+			got = append(got, l.PayoutID)
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("claim at +%s of %d claimed %v; want %v", now.Sub(t0), limit, got, want)
+		}
+	}
+	claim(t0, time.Hour, 2, "po-1", "po-2")
+	// The leases of po-1 and po-2 have ended; the next claim reads on from
+	// po-2 and, short of its limit there, comes back for them.
+	claim(t0.Add(2*time.Hour), 10*time.Hour, 5, "po-1", "po-2", "po-3", "po-4", "po-5")
+
+	if _, err := s.writer().ExecContext(ctx, `UPDATE payouts SET handoff_lease_until = NULL`); err != nil {
+		t.Fatal(err)
+	}
+	t1 := t0.Add(24 * time.Hour)
+	claim(t1, time.Hour, 2, "po-1", "po-2")
+	claim(t1, time.Hour, 2, "po-3", "po-4")
+	// Full claims go on from the cursor while a lease's length has not
+	// passed since the claim from the head; after it, from the head again.
+	claim(t1.Add(2*time.Hour), time.Hour, 2, "po-1", "po-2")
 }

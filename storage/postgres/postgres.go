@@ -136,6 +136,8 @@ type db struct {
 	statsPoke chan struct{}
 	// reads groups the point reads (readgroup.go).
 	reads *readGroups
+	// handoffs is where the next hand-off claim starts in the queue.
+	handoffs handoffCursor
 }
 
 // Option configures Open and New.

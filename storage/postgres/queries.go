@@ -10,18 +10,21 @@ import (
 // instances claim disjoint sets.
 var claimEventsSQL = sqlcore.ClaimEventsSQL("SELECT jsonb_array_elements_text($5::jsonb)", "FOR UPDATE OF e SKIP LOCKED")
 
-// claimHandoffsSQL claims the payouts of payout_handoffs whose hand-off is
-// due (submitted, not handed off, not held, lease free, judged on the
-// payout's own row), in their order, locked with FOR UPDATE SKIP LOCKED so
-// that instances claim disjoint sets. A held payout waits in the queue until approved; a
-// handed-off or settled one has left it.
+// claimHandoffsSQL claims the payouts of payout_handoffs after seq $5 whose
+// hand-off is due (submitted, not handed off, not held, lease free, judged
+// on the payout's own row), in their order, locked with FOR UPDATE SKIP
+// LOCKED so that instances claim disjoint sets. A held payout waits in the
+// queue until approved; a handed-off or settled one has left it.
 const claimHandoffsSQL = `WITH due AS MATERIALIZED (
-	SELECT p.seq FROM payout_handoffs q JOIN payouts p ON p.seq = q.seq
-	WHERE p.status = 'submitted' AND p.handed_off_at IS NULL AND p.approval <> 'pending'
-		AND (p.handoff_lease_until IS NULL OR p.handoff_lease_until <= $1)
+	SELECT p.seq FROM payout_handoffs q, LATERAL (
+		SELECT p.seq FROM payouts p
+		WHERE p.seq = q.seq AND p.status = 'submitted' AND p.handed_off_at IS NULL AND p.approval <> 'pending'
+			AND (p.handoff_lease_until IS NULL OR p.handoff_lease_until <= $1)
+		FOR UPDATE SKIP LOCKED
+	) p
+	WHERE q.seq > $5
 	ORDER BY q.seq
 	LIMIT $3
-	FOR UPDATE OF p SKIP LOCKED
 )
 UPDATE payouts SET handoff_lease_until = $2, handoff_owner = $4, handoff_token = handoff_token + 1
 WHERE seq IN (SELECT seq FROM due)
