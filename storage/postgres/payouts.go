@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -216,84 +215,23 @@ func (s *Store) settle(ctx context.Context, op, query string, p payoutkit.Payout
 // ClaimPayoutHandoffs implements payoutkit.PayoutStore: the due payouts are
 // locked with FOR UPDATE SKIP LOCKED, so that instances claim disjoint
 // sets. A claim reads on from where this store's last full claim ended
-// (handoffCursor), and from the queue's head when that comes up short.
+// (sqlcore.HandoffCursor).
 func (s *Store) ClaimPayoutHandoffs(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.PayoutLease, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	after := s.d.handoffs.start(now, leaseUntil.Sub(now))
-	ls, last, err := s.claimHandoffs(ctx, owner, now, leaseUntil, limit, after)
-	if err == nil && len(ls) < limit && after > 0 {
-		// The queue ends before the limit: what lies behind the cursor.
-		var more []payoutkit.PayoutLease
-		more, _, err = s.claimHandoffs(ctx, owner, now, leaseUntil, limit-len(ls), 0)
-		ls = append(more, ls...)
-	}
+	ls, err := s.d.handoffs.Claim(now, leaseUntil, limit, func(after int64, n int) ([]payoutkit.PayoutLease, int64, error) {
+		// The plan is pinned (TestPostgresClaimPlans): without statistics
+		// the planner may rather read every submitted payout and sort them
+		// than walk the queue in order.
+		return sqlcore.ClaimHandoffLeases(owner, func(read func(sqlcore.RowIter) error) error {
+			return s.w.Claim(ctx, true, read, claimHandoffsSQL, ts(now), ts(leaseUntil), n, owner, after)
+		})
+	})
 	if err != nil {
 		return nil, translate(ctx, "claim payout hand-offs", err)
 	}
-	s.d.handoffs.claimed(len(ls) == limit, last)
 	return ls, nil
-}
-
-// claimHandoffs claims up to limit due payouts queued after seq after,
-// oldest first, and returns the last one's seq.
-func (s *Store) claimHandoffs(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, after int64) ([]payoutkit.PayoutLease, int64, error) {
-	var last int64
-	// The plan is pinned (TestPostgresClaimPlans): without statistics the
-	// planner may rather read every submitted payout and sort them than
-	// walk the queue in order.
-	ls, err := sqlcore.Claim(func(read func(sqlcore.RowIter) error) error {
-		return s.w.Claim(ctx, true, read, claimHandoffsSQL, ts(now), ts(leaseUntil), limit, owner, after)
-	}, func(sc sqlcore.Scanner, seq *int64) (payoutkit.PayoutLease, error) {
-		l := payoutkit.PayoutLease{Owner: owner}
-		var err error
-		l.Payout, err = sqlcore.ScanPayout(sc, seq, &l.Token)
-		last = max(last, *seq)
-		return l, err
-	})
-	return ls, last, err
-}
-
-// handoffCursor is where a store's next hand-off claim starts in the queue:
-// after the last payout of its last full claim. A backlog's claims so read
-// on rather than walk, each from the queue's head, past the payouts
-// claimed before and still in flight, and past the index entries of the
-// recorded hand-offs, which PostgreSQL keeps until a vacuum: a million of
-// them after a backlog of a million, every one of a claim's pages
-// (BenchmarkHandoffBacklog). What lies behind the cursor (a lease that
-// expired, a payout approved, one committed after a later one was claimed)
-// is claimed by a claim from the head: one that follows a claim from the
-// cursor that came up short, and one at least once a lease's length.
-type handoffCursor struct {
-	mu     sync.Mutex
-	after  int64     // the seq a claim reads after; 0 from the head
-	headAt time.Time // when a claim last read from the head
-}
-
-// start returns where a claim at now with a lease of lease starts.
-func (c *handoffCursor) start(now time.Time, lease time.Duration) int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.after > 0 && now.Sub(c.headAt) >= lease {
-		c.after = 0
-	}
-	if c.after == 0 {
-		c.headAt = now
-	}
-	return c.after
-}
-
-// claimed moves the cursor after a claim: on to last after a full one,
-// back to the head after a short one.
-func (c *handoffCursor) claimed(full bool, last int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if full {
-		c.after = last
-	} else {
-		c.after = 0
-	}
 }
 
 // markHandedOffSQL records a hand-off if the claim (owner and fencing token)

@@ -137,7 +137,7 @@ type db struct {
 	// reads groups the point reads (readgroup.go).
 	reads *readGroups
 	// handoffs is where the next hand-off claim starts in the queue.
-	handoffs handoffCursor
+	handoffs sqlcore.HandoffCursor
 }
 
 // Option configures Open and New.

@@ -15,12 +15,13 @@ import (
 // no row locks.
 var claimEventsSQL = sqlcore.ClaimEventsSQL("SELECT value FROM json_each($5)", "")
 
-// claimHandoffsSQL claims the payouts whose hand-off is due (submitted, not
-// handed off, not held, lease free), in their order, along the partial
-// index payouts_handoff_due. (PostgreSQL keeps a queue table instead.)
+// claimHandoffsSQL claims the payouts after seq $5 whose hand-off is due
+// (submitted, not handed off, not held, lease free), in their order, along
+// the partial index payouts_handoff_due. (PostgreSQL keeps a queue table
+// instead.)
 const claimHandoffsSQL = `WITH due AS MATERIALIZED (
 	SELECT seq FROM payouts
-	WHERE status = 'submitted' AND handed_off_at IS NULL AND approval <> 'pending'
+	WHERE seq > $5 AND status = 'submitted' AND handed_off_at IS NULL AND approval <> 'pending'
 		AND (handoff_lease_until IS NULL OR handoff_lease_until <= $1)
 	ORDER BY seq
 	LIMIT $3

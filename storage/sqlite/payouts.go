@@ -365,18 +365,16 @@ func (s *Store) settle(ctx context.Context, op, update string, p payoutkit.Payou
 }
 
 // ClaimPayoutHandoffs implements payoutkit.PayoutStore: one statement, which
-// the single writer connection serialises with other claims.
+// the single writer connection serialises with other claims. A claim reads
+// on from where this store's last full claim ended (sqlcore.HandoffCursor).
 func (s *Store) ClaimPayoutHandoffs(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.PayoutLease, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	ls, err := sqlcore.Claim(func(read func(sqlcore.RowIter) error) error {
-		return s.w.Rows(ctx, read, claimHandoffsSQL, ts(now), ts(leaseUntil), limit, owner)
-	}, func(sc sqlcore.Scanner, seq *int64) (payoutkit.PayoutLease, error) {
-		l := payoutkit.PayoutLease{Owner: owner}
-		var err error
-		l.Payout, err = sqlcore.ScanPayout(sc, seq, &l.Token)
-		return l, err
+	ls, err := s.d.handoffs.Claim(now, leaseUntil, limit, func(after int64, n int) ([]payoutkit.PayoutLease, int64, error) {
+		return sqlcore.ClaimHandoffLeases(owner, func(read func(sqlcore.RowIter) error) error {
+			return s.w.Rows(ctx, read, claimHandoffsSQL, ts(now), ts(leaseUntil), n, owner, after)
+		})
 	})
 	if err != nil {
 		return nil, translate(ctx, "claim payout hand-offs", err)

@@ -140,6 +140,8 @@ type db struct {
 	// work tells this process's dispatchers that a write committed work
 	// for them (SubscribeWork).
 	work wake.Signal
+	// handoffs is where the next hand-off claim starts in the queue.
+	handoffs sqlcore.HandoffCursor
 }
 
 // Option configures Open and New.

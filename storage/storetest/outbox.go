@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -374,6 +375,40 @@ func testHandoffs(t *testing.T, open Open) {
 	missing := got[0]
 	missing.PayoutID = "po-missing"
 	wantErr(t, e.store.MarkPayoutHandedOff(e.ctx, missing, later), payoutkit.ErrNotFound)
+}
+
+// A backlog's claims come in the queue's order, and what lies behind the
+// last claim (leases that ended, here) is claimed, oldest first, whether a
+// store reads on from where its last full claim ended or not: by a claim
+// that would otherwise come up short, and once a lease's length has passed.
+func testHandoffsOldestFirst(t *testing.T, open Open) {
+	e := newEnv(t, open)
+	ws := e.workspace().Workspace.ID
+	e.fund(ws, "10.00")
+	for i := 1; i <= 5; i++ {
+		must[payoutkit.Payout](t)(first(e.payout(ws, fmt.Sprintf("po-%d", i), "1.00")))
+	}
+	t0 := time.Now().Add(time.Minute)
+	claim := func(now time.Time, lease time.Duration, limit int, want ...string) {
+		t.Helper()
+		ls := must[[]payoutkit.PayoutLease](t)(e.store.ClaimPayoutHandoffs(e.ctx, "A", now, now.Add(lease), limit))
+		var got []string
+		for _, l := range ls {
+			got = append(got, l.PayoutID)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("claim at +%s of %d claimed %v; want %v", now.Sub(t0), limit, got, want)
+		}
+	}
+	claim(t0, time.Hour, 2, "po-1", "po-2")
+	// po-1's and po-2's leases have ended: the claim reaches them too.
+	claim(t0.Add(2*time.Hour), 10*time.Hour, 5, "po-1", "po-2", "po-3", "po-4", "po-5")
+	t1 := t0.Add(24 * time.Hour) // every lease ended
+	claim(t1, time.Hour, 2, "po-1", "po-2")
+	claim(t1, time.Hour, 2, "po-3", "po-4")
+	// A lease's length after, po-1's to po-4's leases have ended: the
+	// oldest first, not po-5 after them.
+	claim(t1.Add(2*time.Hour), time.Hour, 2, "po-1", "po-2")
 }
 
 func testPrune(t *testing.T, open Open) {

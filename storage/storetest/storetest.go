@@ -34,6 +34,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("Health", func(t *testing.T) { testHealth(t, open) })
 	t.Run("HealthNotSent", func(t *testing.T) { testHealthNotSent(t, open) })
 	t.Run("Handoffs", func(t *testing.T) { testHandoffs(t, open) })
+	t.Run("HandoffsOldestFirst", func(t *testing.T) { testHandoffsOldestFirst(t, open) })
 	t.Run("CreateLeased", func(t *testing.T) { testCreateLeased(t, open) })
 	t.Run("Filters", func(t *testing.T) { testFilters(t, open) })
 	t.Run("Customers", func(t *testing.T) { testCustomers(t, open) })

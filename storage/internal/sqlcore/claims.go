@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/payoutkit/payoutkit"
 )
@@ -64,4 +66,78 @@ func ExceptJSON(except []string) (string, error) {
 	}
 	b, err := json.Marshal(except)
 	return string(b), err
+}
+
+// HandoffCursor is where a store's next hand-off claim starts in its queue:
+// after the last payout of its last full claim. A backlog's claims so read
+// on rather than walk, each from the queue's head, past the payouts
+// claimed before and still in flight, and past the index entries of the
+// recorded hand-offs, which PostgreSQL keeps until a vacuum
+// (BenchmarkHandoffBacklog). What lies behind the cursor (a lease that
+// expired, a payout approved, one committed after a later one was claimed)
+// is claimed by a claim from the head: one that follows a claim from the
+// cursor that came up short, and one at least once a lease's length.
+type HandoffCursor struct {
+	mu     sync.Mutex
+	after  int64     // the seq a claim reads after; 0 from the head
+	headAt time.Time // when a claim last read from the head
+}
+
+// start returns where a claim at now with a lease of lease starts.
+func (c *HandoffCursor) start(now time.Time, lease time.Duration) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.after > 0 && now.Sub(c.headAt) >= lease {
+		c.after = 0
+	}
+	if c.after == 0 {
+		c.headAt = now
+	}
+	return c.after
+}
+
+// claimed moves the cursor after a claim: on to last after a full one,
+// back to the head after a short one.
+func (c *HandoffCursor) claimed(full bool, last int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if full {
+		c.after = last
+	} else {
+		c.after = 0
+	}
+}
+
+// Claim claims up to limit payouts for hand-off at now until leaseUntil
+// with claim, which claims up to n of the due payouts queued after seq
+// after, oldest first, and returns the last one's seq: from the cursor,
+// and from the queue's head for the rest when that comes up short.
+func (c *HandoffCursor) Claim(now, leaseUntil time.Time, limit int, claim func(after int64, n int) ([]payoutkit.PayoutLease, int64, error)) ([]payoutkit.PayoutLease, error) {
+	after := c.start(now, leaseUntil.Sub(now))
+	ls, last, err := claim(after, limit)
+	if err == nil && len(ls) < limit && after > 0 {
+		var older []payoutkit.PayoutLease
+		older, _, err = claim(0, limit-len(ls))
+		ls = append(older, ls...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.claimed(len(ls) == limit, last)
+	return ls, nil
+}
+
+// ClaimHandoffLeases reads the payouts that run's claiming statement
+// returns (PayoutReadCols, seq, handoff_token) as owner's leases, oldest
+// first, and the last one's seq.
+func ClaimHandoffLeases(owner string, run func(read func(RowIter) error) error) ([]payoutkit.PayoutLease, int64, error) {
+	var last int64
+	ls, err := Claim(run, func(sc Scanner, seq *int64) (payoutkit.PayoutLease, error) {
+		l := payoutkit.PayoutLease{Owner: owner}
+		var err error
+		l.Payout, err = ScanPayout(sc, seq, &l.Token)
+		last = max(last, *seq)
+		return l, err
+	})
+	return ls, last, err
 }
