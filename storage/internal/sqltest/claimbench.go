@@ -2,12 +2,8 @@ package sqltest
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
-
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/storage/internal/sqlcore"
@@ -47,10 +43,7 @@ func BenchClaimEventsBacklog(b *testing.B, open func(b *testing.B) BacklogStore)
 		b.Run(c.name, func(b *testing.B) {
 			st := open(b)
 			s := st.Store
-			eng, err := payoutkit.New(s, &payoutkit.Config{PasswordCost: bcrypt.MinCost, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-			if err != nil {
-				b.Fatal(err)
-			}
+			eng := newEngine(b, s)
 			var ws [2]string
 			for i := range ws {
 				nw, err := eng.CreateWorkspace(b.Context(), payoutkit.CreateWorkspaceRequest{Name: "Claim", WebhookURL: "https://hooks.example/x"})
