@@ -322,3 +322,33 @@ func openPostgresWorkspace(t *testing.T, url string) *Store {
 	}
 	return s
 }
+
+// A group commit debits a hot balance many times in one transaction, and
+// PostgreSQL checks a foreign key on an update that keeps the key whenever
+// the row's old version is the same transaction's: every debit after the
+// first would lock the workspace's row FOR KEY SHARE with a query of its
+// own. Without that key (migration 0017) the row stays untouched.
+func TestPostgresDebitsLockNoWorkspace(t *testing.T) {
+	s := openPostgresWorkspace(t, "https://hooks.example/x")
+	ctx := t.Context()
+	if _, err := s.writer().ExecContext(ctx, `UPDATE balances SET available = 100 WHERE workspace_id = 'ws'`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.d.sqldb.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	for range 3 {
+		if _, err := tx.ExecContext(ctx, `UPDATE balances SET available = available - 1, in_progress = in_progress + 1 WHERE workspace_id = 'ws'`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var locker string
+	if err := tx.QueryRowContext(ctx, `SELECT xmax::text FROM workspaces WHERE id = 'ws'`).Scan(&locker); err != nil {
+		t.Fatal(err)
+	}
+	if locker != "0" {
+		t.Errorf("debits in one transaction locked the workspace's row (xmax %s): a foreign key checked each", locker)
+	}
+}
