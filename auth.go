@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/payoutkit/payoutkit/internal/random"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -29,33 +30,6 @@ type Workspace struct {
 	// to set it up before anything else in the portal.
 	RequireTwoFactor bool
 }
-
-// StaffUser is a person who signs in to the portal with e-mail and password.
-type StaffUser struct {
-	WorkspaceID  string
-	Email        string // lower-cased; unique across workspaces
-	PasswordHash string // bcrypt
-	CreatedAt    time.Time
-	// Role is what the user may do in the portal.
-	Role Role
-	// TOTPSecret is the sealed secret of the user's two-factor sign-in;
-	// empty while it is off.
-	TOTPSecret string
-	// TOTPPending is the sealed secret offered on the security page and not
-	// yet confirmed with a code; empty when none is offered.
-	TOTPPending string
-	// TOTPLastStep is the last 30-second step whose code was accepted: no
-	// code of this step or an earlier one is accepted again.
-	TOTPLastStep int64
-	// RecoveryCodes is how many unused recovery codes the user has (read
-	// only: the codes are stored hashed, through SetStaffTOTP).
-	RecoveryCodes int
-	// LastSignInAt is when the user last signed in; zero if never.
-	LastSignInAt time.Time
-}
-
-// TwoFactor reports whether the user has two-factor sign-in on.
-func (u StaffUser) TwoFactor() bool { return u.TOTPSecret != "" }
 
 // APIKey is a stored API key: its public prefix and the SHA-256 of the whole
 // key, with the controls that limit what a leaked key can do. The key itself
@@ -115,8 +89,8 @@ const keyTouchInterval = time.Minute
 
 // newAPIKey makes a key with the given controls, already checked.
 func (e *Engine) newAPIKey(workspaceID string, scopes []Scope, allowIPs []netip.Prefix) (NewKey, APIKey) {
-	prefix := randomBase62(keyPrefixLen)
-	plain := keyScheme + prefix + "_" + randomBase62(keySecretLen)
+	prefix := random.Base62(keyPrefixLen)
+	plain := keyScheme + prefix + "_" + random.Base62(keySecretLen)
 	return NewKey{Key: plain, Prefix: prefix, Scopes: slices.Clone(scopes), AllowIPs: slices.Clone(allowIPs)}, APIKey{
 		Prefix: prefix, WorkspaceID: workspaceID, Hash: sha256.Sum256([]byte(plain)), CreatedAt: e.clock(),
 		Scopes: slices.Clone(scopes), AllowIPs: slices.Clone(allowIPs),
@@ -251,7 +225,7 @@ type NewWorkspace struct {
 // CreateWorkspace creates a workspace with a zero balance, a webhook signing
 // secret, its first staff user and its first API key.
 func (e *Engine) CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest) (NewWorkspace, error) {
-	return e.createWorkspace(ctx, "ws_"+randomBase62(16), req)
+	return e.createWorkspace(ctx, "ws_"+random.Base62(16), req)
 }
 
 // BootstrapWorkspaceID is the id of the workspace Bootstrap creates.
@@ -309,7 +283,7 @@ func (e *Engine) createWorkspace(ctx context.Context, id string, req CreateWorks
 	}
 	password := req.StaffPassword
 	if password == "" {
-		password = randomBase62(20)
+		password = random.Base62(20)
 	}
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), e.pwCost)
 	if err != nil {
@@ -326,42 +300,19 @@ func (e *Engine) createWorkspace(ctx context.Context, id string, req CreateWorks
 	return NewWorkspace{Workspace: ws, APIKey: plain, StaffEmail: email, StaffPassword: password}, nil
 }
 
-// checkPassword checks a staff user's e-mail and password, in time that
-// does not reveal whether the e-mail exists, without counting failures: its
-// callers count them (signIn) or hold a session already (ChangePassword). A
-// wrong pair is ErrUnauthorized.
-func (e *Engine) checkPassword(ctx context.Context, email, password string) (StaffUser, error) {
-	u, err := e.store.StaffUser(ctx, strings.ToLower(email))
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return StaffUser{}, err
-	}
-	hash := []byte(u.PasswordHash)
-	if u.Email == "" {
-		hash = e.dummyHash()
-	}
-	if bcrypt.CompareHashAndPassword(hash, []byte(password)) != nil || u.Email == "" {
-		return StaffUser{}, newError(ErrUnauthorized, "wrong e-mail or password")
-	}
-	return u, nil
-}
-
-// CreateAPIKey adds an API key with every scope and no address allowlist
-// to the workspace, records it in the security log as by's, and returns it
-// once.
-func (e *Engine) CreateAPIKey(ctx context.Context, workspaceID string, by Actor) (NewKey, error) {
-	return e.CreateAPIKeyWith(ctx, workspaceID, CreateAPIKeyRequest{}, by)
-}
-
-// CreateAPIKeyWith adds an API key with the scopes and address allowlist of
-// req to the workspace, records it in the security log as by's (its prefix
+// CreateAPIKey adds an API key with the scopes and address allowlist of
+// req to the workspace (the zero req: every scope, any address), records it in the security log as by's (its prefix
 // and controls, never the key), and returns it once, with those controls as
 // stored. Invalid controls are a 40000 naming "scopes" or "allow_ips".
-func (e *Engine) CreateAPIKeyWith(ctx context.Context, workspaceID string, req CreateAPIKeyRequest, by Actor) (NewKey, error) {
+func (e *Engine) CreateAPIKey(ctx context.Context, workspaceID string, req CreateAPIKeyRequest, by Actor) (NewKey, error) {
 	scopes, ips, err := req.check()
 	if err != nil {
 		return NewKey{}, err
 	}
 	if _, err := e.workspace(ctx, workspaceID); err != nil {
+		return NewKey{}, err
+	}
+	if err := by.confirm(ctx); err != nil {
 		return NewKey{}, err
 	}
 	k, err := retryPrefix(func() (NewKey, error) {
@@ -407,6 +358,9 @@ func (e *Engine) RevokeAPIKey(ctx context.Context, workspaceID, prefix string, b
 	if _, err := e.workspace(ctx, workspaceID); err != nil {
 		return 0, err
 	}
+	if err := by.confirm(ctx); err != nil {
+		return 0, err
+	}
 	n, err := e.store.RevokeAPIKeys(ctx, workspaceID, prefix, e.clock())
 	if err != nil || n == 0 {
 		return n, err
@@ -420,6 +374,9 @@ func (e *Engine) RevokeAPIKey(ctx context.Context, workspaceID, prefix string, b
 // new key's prefix).
 func (e *Engine) ResetAPIKeys(ctx context.Context, workspaceID string, by Actor) (NewKey, error) {
 	if _, err := e.workspace(ctx, workspaceID); err != nil {
+		return NewKey{}, err
+	}
+	if err := by.confirm(ctx); err != nil {
 		return NewKey{}, err
 	}
 	revoked := 0
@@ -486,6 +443,9 @@ func (e *Engine) SetWebhookURL(ctx context.Context, workspaceID, webhookURL stri
 		return Workspace{}, err
 	}
 	opened.WebhookURL = webhookURL
+	if err := by.confirm(ctx); err != nil {
+		return Workspace{}, err
+	}
 	if err := e.store.SetWebhook(ctx, ws.ID, webhookURL, ws.WebhookSecret); err != nil {
 		return Workspace{}, err
 	}
@@ -501,6 +461,9 @@ func (e *Engine) RotateWebhookSecret(ctx context.Context, workspaceID string, by
 	if err != nil {
 		return Workspace{}, err
 	}
+	if err := by.confirm(ctx); err != nil {
+		return Workspace{}, err
+	}
 	ws.WebhookSecret = newWebhookSecret()
 	stored, err := e.keys.Seal(ws.ID, ws.WebhookSecret)
 	if err != nil {
@@ -512,7 +475,7 @@ func (e *Engine) RotateWebhookSecret(ctx context.Context, workspaceID string, by
 	return ws, e.logChange(ctx, ws.ID, ActionWebhookSecretRotated, by, nil)
 }
 
-func newWebhookSecret() string { return "whsec_" + randomBase62(48) }
+func newWebhookSecret() string { return "whsec_" + random.Base62(48) }
 
 func checkWebhookURL(v *validation, raw string) {
 	if raw == "" {

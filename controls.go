@@ -1,6 +1,7 @@
 package payoutkit
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -253,6 +254,20 @@ type Actor struct {
 	// ClientAddr is the client's IP address; empty when there is none (the
 	// CLI).
 	ClientAddr string
+	// Confirm, when set, is asked by the action the Actor is passed to,
+	// after the action has checked its input and before it changes
+	// anything; its error refuses the action. Package staff sets it to use
+	// up a step-up code (staff.Team.SteppedUp), so that a mistyped input
+	// does not use up the code.
+	Confirm func(ctx context.Context) error
+}
+
+// confirm runs a.Confirm, when set.
+func (a Actor) confirm(ctx context.Context) error {
+	if a.Confirm == nil {
+		return nil
+	}
+	return a.Confirm(ctx)
 }
 
 // ActorCLI is the command line: an operator on the server's own machine.

@@ -46,6 +46,33 @@ func TestEmbeddingPullsNoExtraDependencies(t *testing.T) {
 	}
 }
 
+// A program that serves no portal (the engine, its stores and the HTTP
+// API) builds nothing of staff identity: neither package staff nor the
+// TOTP library it uses.
+func TestEmbeddingWithoutPortalPullsNoStaffIdentity(t *testing.T) {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("the go command is not on PATH")
+	}
+	embedded := []string{
+		"github.com/payoutkit/payoutkit",
+		"github.com/payoutkit/payoutkit/storage/memstore",
+		"github.com/payoutkit/payoutkit/storage/sqlite",
+		"github.com/payoutkit/payoutkit/storage/postgres",
+		"github.com/payoutkit/payoutkit/httpserver",
+	}
+	out, err := exec.CommandContext(t.Context(), goCmd, append([]string{"list", "-deps"}, embedded...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	for pkg := range strings.Lines(string(out)) {
+		pkg = strings.TrimSpace(pkg)
+		if pkg == "github.com/payoutkit/payoutkit/staff" || strings.HasPrefix(pkg, "github.com/pquerna/otp") {
+			t.Errorf("a program without the portal builds %s", pkg)
+		}
+	}
+}
+
 // The library's own module requires none of the examples' dependencies
 // (the browser driver, the metrics client) nor processor/evm's
 // (go-ethereum), so that they stay out of an embedding program's module

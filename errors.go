@@ -84,8 +84,12 @@ func CodeOf(err error) Code {
 	return 0
 }
 
-// NewError rebuilds an error received over the wire (for clients): code,
-// message and fields as the envelope carried them. The result matches the
+// NewError makes an error of the contract's code: one received over the
+// wire (for clients), with code, message and fields as the envelope carried
+// them, or one of a layer in front of the engine (package staff). An empty
+// message with fields names each field, as the engine's own 40000s do
+// ("amount must be greater than 0; address is required"). The result
+// matches the
 // sentinel of its code with errors.Is, and a 40000 whose message is exactly
 // the overdraft message also matches ErrInsufficientBalance. Codes without a
 // sentinel (405, 413, 429, 500) match none.
@@ -105,6 +109,9 @@ func NewError(code Code, message string, fields []FieldError) *Error {
 		kind = ErrNotFound
 	case CodeConflict:
 		kind = ErrConflict
+	}
+	if message == "" && len(fields) > 0 {
+		message = fieldsMessage(fields)
 	}
 	e := &Error{Code: code, Message: message, Fields: fields, kind: kind}
 	if kind == nil {
@@ -145,13 +152,18 @@ func (v *validation) err() error {
 	if len(v.fields) == 0 {
 		return nil
 	}
-	parts := make([]string, len(v.fields))
-	for i, f := range v.fields {
-		parts[i] = f.Field + " " + f.Message
-	}
-	e := newError(ErrInvalidInput, strings.Join(parts, "; "))
+	e := newError(ErrInvalidInput, fieldsMessage(v.fields))
 	e.Fields = v.fields
 	return e
+}
+
+// fieldsMessage names each field and what is wrong with it.
+func fieldsMessage(fields []FieldError) string {
+	parts := make([]string, len(fields))
+	for i, f := range fields {
+		parts[i] = f.Field + " " + f.Message
+	}
+	return strings.Join(parts, "; ")
 }
 
 // invalidField is a 40000 for a single field.

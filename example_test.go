@@ -89,13 +89,13 @@ func ExampleEngine_Authenticate() {
 
 // A key for a back office that only reads, from one network: it may not
 // create payouts, nor be used from anywhere else.
-func ExampleEngine_CreateAPIKeyWith() {
+func ExampleEngine_CreateAPIKey() {
 	ctx := context.Background()
 	eng, _ := payoutkit.New(memstore.New(), nil)
 	nw, _ := eng.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Acme"})
 
 	scopes, _ := payoutkit.ParseScopes("read")
-	k, _ := eng.CreateAPIKeyWith(ctx, nw.Workspace.ID, payoutkit.CreateAPIKeyRequest{
+	k, _ := eng.CreateAPIKey(ctx, nw.Workspace.ID, payoutkit.CreateAPIKeyRequest{
 		Scopes: scopes, AllowIPs: []string{"10.0.0.0/8"},
 	}, payoutkit.ActorCLI)
 	p, err := eng.Authenticate(ctx, "Bearer "+k.Key, netip.MustParseAddr("10.1.2.3"))

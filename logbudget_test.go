@@ -2,13 +2,14 @@ package payoutkit_test
 
 import (
 	"bytes"
-	"github.com/payoutkit/payoutkit"
 	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/payoutkit/payoutkit"
 )
 
 func TestLogBudget(t *testing.T) {

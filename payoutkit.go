@@ -28,7 +28,7 @@
 // The runnable examples show each step: Example (a workspace funded and a
 // payout made and settled), [Engine.Start]'s (the loops with a processor),
 // [Engine.CreatePayout]'s (a payout the balance does not cover),
-// [Engine.Authenticate]'s, [Engine.CreateAPIKeyWith]'s and
+// [Engine.Authenticate]'s, [Engine.CreateAPIKey]'s and
 // [Engine.ListPayouts]'s.
 //
 // # The main flow
@@ -68,7 +68,7 @@
 // [Engine.Addresses] keep the address book; [Engine.ApprovePayout] and
 // [Engine.RejectPayout] decide held payouts; every change is appended to
 // the workspace's security log ([Engine.SecurityLog]) with its [Actor].
-// API keys carry [Scope]s and address allowlists ([Engine.CreateAPIKeyWith]).
+// API keys carry [Scope]s and address allowlists ([Engine.CreateAPIKey]).
 //
 // # Errors
 //
@@ -79,19 +79,28 @@
 // # Around the engine
 //
 // Package httpserver serves the /v1 API over an Engine (through the
-// [Service] interface, which a program may wrap), package portal the staff
-// pages, and examples/server puts them together as a standalone server.
+// [Service] interface, which a program may wrap), package staff is the
+// identity of the staff who sign in to the portal (passwords, sessions,
+// two-factor sign-in, roles), package portal their pages, and
+// examples/server puts them together as a standalone server. An engine
+// action takes who acts as an [Actor] value: an API key ([KeyActor]), the
+// command line ([ActorCLI]) or a staff user whom package staff has
+// authorised.
 //
 // # For store implementers
 //
 // A store implements [Store], the union of [WorkspaceStore], [KeyStore],
-// [OrderStore], [PayoutStore], [LedgerStore], [Outbox], [StaffStore] and
-// [ControlStore], with [KeyBalanceReader] and [WorkNotifier]; package
-// storage/storetest is the conformance suite that proves one. These types
+// [OrderStore], [PayoutStore], [LedgerStore], [Outbox] and [ControlStore],
+// with [KeyBalanceReader] and [WorkNotifier]; package storage/storetest is
+// the conformance suite that proves one. A store that keeps staff logins
+// for the portal implements staff.Store too, with the staff records below
+// (storetest.RunStaff). These types
 // are the records and hooks that travel between the engine and its store,
 // and a program embedding the engine does not need them:
 //
-//   - keys and staff: [APIKey], [StaffUser], [StaffSession], [SignInFailures];
+//   - keys: [APIKey];
+//   - staff logins: [StaffUser], [StaffSession], [SignInFailures],
+//     [StaffTOTP], [Role];
 //   - money: [LedgerEntry], [LedgerKind], [Audit], [AuditError];
 //   - the payout hand-off: [PayoutLease], [NotDueError], [IdempotencyKey];
 //   - the outbox: [Event], [DeliveryState], [DeliveryAttempt],
@@ -105,10 +114,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/netip"
-	"sync"
 	"time"
-
-	"golang.org/x/crypto/bcrypt"
 )
 
 // Service is everything the HTTP API and embedding programs ask of the
@@ -171,22 +177,10 @@ type Config struct {
 	CursorKey []byte
 	// Logger receives the engine's logs. Defaults to slog.Default().
 	Logger *slog.Logger
-	// PasswordCost is the bcrypt cost of staff passwords. Defaults to 12; tests
-	// may lower it to bcrypt.MinCost.
+	// PasswordCost is the bcrypt cost of the password of a workspace's
+	// first staff user (CreateWorkspace). Defaults to 12; tests may lower it
+	// to bcrypt.MinCost.
 	PasswordCost int
-	// SessionIdleTimeout ends a portal session unused for this long.
-	// Defaults to DefaultSessionIdleTimeout (12 hours).
-	SessionIdleTimeout time.Duration
-	// SessionMaxAge ends a portal session this long after its sign-in,
-	// however busy. Defaults to DefaultSessionMaxAge (7 days).
-	SessionMaxAge time.Duration
-	// SignInMaxFailures is how many failed sign-ins for one e-mail within
-	// SignInWindow lock that e-mail until the window has passed. Defaults to
-	// DefaultSignInMaxFailures (5).
-	SignInMaxFailures int
-	// SignInWindow is the window of SignInMaxFailures. Defaults to
-	// DefaultSignInWindow (15 minutes).
-	SignInWindow time.Duration
 	// SecretKeys seals every workspace's webhook signing secret at rest
 	// (AES-256-GCM, bound to the workspace id) with its current key, and
 	// opens values sealed with any of its keys. Plain secrets stored before
@@ -222,18 +216,6 @@ func (c *Config) withDefaults() *Config {
 	if out.PasswordCost == 0 {
 		out.PasswordCost = 12
 	}
-	if out.SessionIdleTimeout <= 0 {
-		out.SessionIdleTimeout = DefaultSessionIdleTimeout
-	}
-	if out.SessionMaxAge <= 0 {
-		out.SessionMaxAge = DefaultSessionMaxAge
-	}
-	if out.SignInMaxFailures <= 0 {
-		out.SignInMaxFailures = DefaultSignInMaxFailures
-	}
-	if out.SignInWindow <= 0 {
-		out.SignInWindow = DefaultSignInWindow
-	}
 	return &out
 }
 
@@ -249,13 +231,6 @@ type Engine struct {
 	now       func() time.Time
 	log       *slog.Logger
 	pwCost    int
-	// The portal's session and sign-in rules.
-	sessionIdle, sessionMaxAge time.Duration
-	signInMaxFailures          int
-	signInWindow               time.Duration
-	// dummyHash is compared against when a sign-in names an unknown e-mail,
-	// so that both failures cost one bcrypt comparison.
-	dummyHash func() []byte
 	// keys seals and opens webhook secrets; nil stores them plain.
 	keys *KeyRing
 	// observePayout is Config.ObservePayout, or nil.
@@ -312,26 +287,17 @@ func New(store Store, cfg *Config) (*Engine, error) {
 		return nil, err
 	}
 	return &Engine{
-		store:     store,
-		coins:     coins,
-		processor: cfg.Processor,
-		cursorKey: cfg.CursorKey,
-		now:       cfg.Now,
-		log:       cfg.Logger,
-		pwCost:    cfg.PasswordCost,
-
-		sessionIdle:       cfg.SessionIdleTimeout,
-		sessionMaxAge:     cfg.SessionMaxAge,
-		signInMaxFailures: cfg.SignInMaxFailures,
-		signInWindow:      cfg.SignInWindow,
-		keys:              cfg.SecretKeys,
-		observePayout:     cfg.ObservePayout,
-		delivery:          dcfg,
-		loops:             &loops{},
-		dummyHash: sync.OnceValue(func() []byte {
-			h, _ := bcrypt.GenerateFromPassword([]byte(randomBase62(20)), cfg.PasswordCost)
-			return h
-		}),
+		store:         store,
+		coins:         coins,
+		processor:     cfg.Processor,
+		cursorKey:     cfg.CursorKey,
+		now:           cfg.Now,
+		log:           cfg.Logger,
+		pwCost:        cfg.PasswordCost,
+		keys:          cfg.SecretKeys,
+		observePayout: cfg.ObservePayout,
+		delivery:      dcfg,
+		loops:         &loops{},
 	}, nil
 }
 

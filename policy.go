@@ -25,6 +25,9 @@ func (e *Engine) SetPayoutPolicy(ctx context.Context, workspaceID string, patch 
 	if err := patch.check(); err != nil {
 		return PayoutPolicy{}, err
 	}
+	if err := by.confirm(ctx); err != nil {
+		return PayoutPolicy{}, err
+	}
 	log := logEntry(workspaceID, e.clock(), ActionPolicyChanged, by, patch.details())
 	p, err := e.store.UpdatePayoutPolicy(ctx, workspaceID, patch, log)
 	if errors.Is(err, ErrNotFound) {
@@ -57,6 +60,9 @@ func (patch PolicyPatch) check() error {
 // as the same) is ErrConflict.
 func (e *Engine) AddAddress(ctx context.Context, workspaceID, network, addr, label string, by Actor) (AddressEntry, error) {
 	if err := e.checkAddress(network, addr, label); err != nil {
+		return AddressEntry{}, err
+	}
+	if err := by.confirm(ctx); err != nil {
 		return AddressEntry{}, err
 	}
 	net, _, _ := e.coins.network(network)
@@ -133,6 +139,9 @@ func (e *Engine) RemoveAddress(ctx context.Context, workspaceID, network, addr s
 	if err := v.err(); err != nil {
 		return 0, err
 	}
+	if err := by.confirm(ctx); err != nil {
+		return 0, err
+	}
 	log := logEntry(workspaceID, e.clock(), ActionAddressRemoved, by, map[string]string{"network": net, "address": addr})
 	n, err := e.store.RemoveAddress(ctx, workspaceID, net, AddressKey(net, addr), log)
 	if errors.Is(err, ErrNotFound) {
@@ -146,6 +155,9 @@ func (e *Engine) RemoveAddress(ctx context.Context, workspaceID, network, addr s
 // security log as by's. A payout that is not awaiting approval is
 // ErrConflict.
 func (e *Engine) ApprovePayout(ctx context.Context, workspaceID, payoutID string, by Actor) (Payout, error) {
+	if err := by.confirm(ctx); err != nil {
+		return Payout{}, err
+	}
 	p, err := e.heldPayout(ctx, workspaceID, payoutID)
 	if err != nil {
 		return Payout{}, err
@@ -163,6 +175,9 @@ func (e *Engine) ApprovePayout(ctx context.Context, workspaceID, payoutID string
 // ("rejected: by staff" without one), and records it in the security log
 // as by's. A payout that is not awaiting approval is ErrConflict.
 func (e *Engine) RejectPayout(ctx context.Context, workspaceID, payoutID, reason string, by Actor) (Payout, error) {
+	if err := by.confirm(ctx); err != nil {
+		return Payout{}, err
+	}
 	var v validation
 	checkText(&v, "reason", reason, false, maxDescription)
 	if err := v.err(); err != nil {
@@ -220,14 +235,6 @@ func (e *Engine) decisionError(ctx context.Context, workspaceID, payoutID string
 
 func errNotHeld(p Payout) error {
 	return errConflict(fmt.Sprintf("payout %q is not awaiting approval (status %s, approval %s)", p.PayoutID, p.Status, p.approval()))
-}
-
-// LogSecurity appends an entry to the workspace's security log: action by
-// by, with details saying what changed (never a key, secret, password or
-// code). The engine logs its own control, key and webhook changes; the
-// portal and the CLI log theirs (sign-ins, staff) through it.
-func (e *Engine) LogSecurity(ctx context.Context, workspaceID, action string, by Actor, details map[string]string) error {
-	return e.store.AppendSecurityLog(ctx, logEntry(workspaceID, e.clock(), action, by, details))
 }
 
 // SecurityLog returns one page of the workspace's security log, newest

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"time"
+
+	"github.com/payoutkit/payoutkit/internal/random"
 )
 
 // Processor hands accepted payouts to the rail that actually sends the coins.
@@ -171,7 +173,7 @@ func (s *SandboxProcessor) Submit(ctx context.Context, sub Submission, settler S
 	if due := p.CreatedAt.Add(s.SettleAfter); now().Before(due) {
 		return &NotDueError{At: due}
 	}
-	c := SandboxCompletion(p, sub.Coin, "sandbox-"+randomBase62(16))
+	c := SandboxCompletion(p, sub.Coin, "sandbox-"+random.Base62(16))
 	_, err := settler.CompletePayoutWith(ctx, p.WorkspaceID, p.PayoutID, c)
 	if errors.Is(err, ErrConflict) { // settled by hand meanwhile
 		return nil

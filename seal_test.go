@@ -219,7 +219,7 @@ func TestEngineSealsWebhookSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Other operations never need the secret.
-	if _, err := bare.CreateAPIKey(ctx, other.Workspace.ID, payoutkit.ActorCLI); err != nil {
+	if _, err := bare.CreateAPIKey(ctx, other.Workspace.ID, payoutkit.CreateAPIKeyRequest{}, payoutkit.ActorCLI); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -28,7 +28,6 @@ type Store interface {
 	LedgerStore
 	Outbox
 	WorkNotifier
-	StaffStore
 	ControlStore
 	Close() error
 }
@@ -45,7 +44,7 @@ type WorkNotifier interface {
 	SubscribeWork() (ch <-chan struct{}, cancel func())
 }
 
-// WorkspaceStore keeps workspaces and their staff logins.
+// WorkspaceStore keeps workspaces.
 type WorkspaceStore interface {
 	// CreateWorkspace stores a new workspace with a zero balance, its first
 	// staff user and its first API key, atomically.
@@ -59,8 +58,6 @@ type WorkspaceStore interface {
 	// otherwise ErrConflict (ErrNotFound for an unknown workspace). It
 	// changes nothing else.
 	SwapWebhookSecret(ctx context.Context, workspaceID, old, next string) error
-	// StaffUser returns the staff user with the given (lower-cased) e-mail.
-	StaffUser(ctx context.Context, email string) (StaffUser, error)
 	// WorkspaceCount returns how many workspaces exist, so that a server can
 	// tell an empty database on its first start.
 	WorkspaceCount(ctx context.Context) (int, error)
@@ -274,76 +271,6 @@ type OutboxHealth struct {
 	// OldestPending is when the oldest pending event was recorded; zero
 	// when none is pending.
 	OldestPending time.Time
-}
-
-// StaffStore keeps staff logins, their portal sessions and the sign-in
-// failures that throttle guessing. Sessions and failures live in the store,
-// not in a process, so that every instance sharing it sees a sign-out, a
-// removed user or a locked e-mail at once.
-type StaffStore interface {
-	// InsertStaffUser stores a staff user (with its Role) and appends log,
-	// atomically; a taken e-mail is ErrConflict, an unknown workspace
-	// ErrNotFound.
-	InsertStaffUser(ctx context.Context, u StaffUser, log SecurityLogEntry) error
-	// DeleteStaffUser deletes the workspace's staff user with the given
-	// e-mail, every session and recovery code of theirs, and appends log,
-	// atomically, and returns how many users it deleted (0 or 1, and no log
-	// for 0). Deleting the workspace's last admin is ErrConflict and
-	// changes nothing; the count of admins is judged in the same
-	// transaction, so that two removals on two instances cannot both pass.
-	DeleteStaffUser(ctx context.Context, workspaceID, email string, log SecurityLogEntry) (int, error)
-	// StaffUsers lists the workspace's staff users, by e-mail.
-	StaffUsers(ctx context.Context, workspaceID string) ([]StaffUser, error)
-	// SetStaffRole changes the role of the workspace's staff user with the
-	// given e-mail and appends log, atomically. An unknown user is
-	// ErrNotFound; demoting the workspace's last admin is ErrConflict and
-	// changes nothing (judged as DeleteStaffUser judges it).
-	SetStaffRole(ctx context.Context, workspaceID, email string, role Role, log SecurityLogEntry) error
-	// SetStaffTOTP replaces the staff user's two-factor state with t (its
-	// recovery codes replaced by t.RecoveryHashes) and appends log unless it
-	// is nil, atomically. An unknown user is ErrNotFound.
-	SetStaffTOTP(ctx context.Context, email string, t StaffTOTP, log *SecurityLogEntry) error
-	// UseTOTPStep records that a code of the given step was accepted for
-	// the staff user, only if the user has two-factor sign-in on and step
-	// is later than the last accepted one (a compare-and-set); otherwise
-	// ErrConflict and nothing changes.
-	UseTOTPStep(ctx context.Context, email string, step int64) error
-	// UseRecoveryCode deletes the staff user's recovery code with the given
-	// SHA-256; one that is not there (never was, or used) is ErrNotFound.
-	UseRecoveryCode(ctx context.Context, email string, hash [32]byte) error
-	// SetRequireTwoFactor sets the workspace's RequireTwoFactor and appends
-	// log, atomically. An unknown workspace is ErrNotFound.
-	SetRequireTwoFactor(ctx context.Context, workspaceID string, on bool, log SecurityLogEntry) error
-	// SetStaffPassword replaces a staff user's password hash and ends every
-	// session of theirs except keep (a session's TokenHash; zero keeps none),
-	// atomically.
-	SetStaffPassword(ctx context.Context, email, passwordHash string, keep [32]byte) error
-
-	// InsertStaffSession stores a new session and records its CreatedAt as
-	// the user's LastSignInAt, atomically. A session of an unknown user, or
-	// of a user of another workspace, is ErrNotFound.
-	InsertStaffSession(ctx context.Context, s StaffSession) error
-	// StaffSession returns the session with the given token hash.
-	StaffSession(ctx context.Context, tokenHash [32]byte) (StaffSession, error)
-	// TouchStaffSession records that the session was used at the given time.
-	TouchStaffSession(ctx context.Context, tokenHash [32]byte, at time.Time) error
-	// DeleteStaffSession ends one session; an unknown one is not an error.
-	DeleteStaffSession(ctx context.Context, tokenHash [32]byte) error
-	// PurgeStaffSessions deletes the sessions last seen before idleBefore or
-	// created before createdBefore, and the sign-in failure windows that
-	// started before failuresBefore, and returns how many sessions it deleted.
-	PurgeStaffSessions(ctx context.Context, idleBefore, createdBefore, failuresBefore time.Time) (int, error)
-
-	// SignInFailures returns the e-mail's current failure window (zero when
-	// there is none).
-	SignInFailures(ctx context.Context, email string) (SignInFailures, error)
-	// RecordSignInFailure counts one failed sign-in for the e-mail at the
-	// given time, atomically: in the current window if it started after
-	// at-window, otherwise in a new window starting at at. It returns the
-	// window after the change.
-	RecordSignInFailure(ctx context.Context, email string, at time.Time, window time.Duration) (SignInFailures, error)
-	// ClearSignInFailures forgets the e-mail's failures.
-	ClearSignInFailures(ctx context.Context, email string) error
 }
 
 // PayoutFilter narrows a payout listing. The zero value matches every payout.

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/payoutkit/payoutkit/internal/random"
 )
 
 // EventType names what happened.
@@ -154,7 +156,7 @@ type WebhookEvent struct {
 // newEvent records that typ happened to subject, with data (a Payout or an
 // Order) as the body's data member.
 func newEvent(workspaceID string, typ EventType, subject string, data any, at time.Time) (Event, error) {
-	id := "evt_" + timeOrderedID(at)
+	id := "evt_" + random.TimeOrderedID(at)
 	body, err := eventJSON(id, typ, at, workspaceID, data)
 	if err != nil {
 		return Event{}, fmt.Errorf("encoding event %s: %w", typ, err)

@@ -85,7 +85,7 @@ func TestRateLimitPerWorkspace(t *testing.T) {
 	clock := &fakeNow{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	e := newEnv(t, httpserver.Options{RateLimit: 0.5, RateBurst: 2, Now: clock.Now})
 	ws, key1 := e.workspace()
-	second, err := e.engine.CreateAPIKey(context.Background(), ws, payoutkit.ActorCLI)
+	second, err := e.engine.CreateAPIKey(context.Background(), ws, payoutkit.CreateAPIKeyRequest{}, payoutkit.ActorCLI)
 	if err != nil {
 		t.Fatal(err)
 	}

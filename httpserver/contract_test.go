@@ -157,7 +157,7 @@ func TestErrorTable40100(t *testing.T) {
 	// Well over 20 failures from one address: the failure limit is off.
 	e := newEnv(t, httpserver.Options{Sandbox: true, AuthFailureLimit: -1})
 	ws, key := e.workspace()
-	other, err := e.engine.CreateAPIKey(context.Background(), ws, payoutkit.ActorCLI)
+	other, err := e.engine.CreateAPIKey(context.Background(), ws, payoutkit.CreateAPIKeyRequest{}, payoutkit.ActorCLI)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // key makes an API key of the workspace with the given controls.
 func (e *env) key(wsID string, req payoutkit.CreateAPIKeyRequest) string {
 	e.t.Helper()
-	k, err := e.engine.CreateAPIKeyWith(context.Background(), wsID, req, payoutkit.ActorCLI)
+	k, err := e.engine.CreateAPIKey(context.Background(), wsID, req, payoutkit.ActorCLI)
 	if err != nil {
 		e.t.Fatal(err)
 	}

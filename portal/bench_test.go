@@ -17,6 +17,7 @@ import (
 
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/portal"
+	"github.com/payoutkit/payoutkit/staff"
 	"github.com/payoutkit/payoutkit/storage/sqlite"
 )
 
@@ -98,13 +99,17 @@ var bigWorkspace = sync.OnceValues(func() (fixture, error) {
 	if _, err := db.ExecContext(ctx, `ANALYZE`); err != nil {
 		return fixture{}, err
 	}
-	session, err := engine.SignInSession(ctx, nw.StaffEmail, nw.StaffPassword)
+	team, err := staff.New(store, &staff.Config{PasswordCost: bcrypt.MinCost, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return fixture{}, err
+	}
+	st, err := team.SignIn(ctx, nw.StaffEmail, nw.StaffPassword, "")
 	if err != nil {
 		return fixture{}, err
 	}
 	return fixture{
-		handler: portal.New(engine, portal.Options{Logger: slog.New(slog.DiscardHandler)}),
-		cookie:  &http.Cookie{Name: portal.SessionCookie, Value: session.Token},
+		handler: portal.New(engine, team, portal.Options{Logger: slog.New(slog.DiscardHandler)}),
+		cookie:  &http.Cookie{Name: portal.SessionCookie, Value: st.Session.Token},
 		engine:  engine,
 		store:   store,
 		ws:      nw.Workspace.ID,

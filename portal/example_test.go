@@ -10,18 +10,21 @@ import (
 
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/portal"
+	"github.com/payoutkit/payoutkit/staff"
 	"github.com/payoutkit/payoutkit/storage/memstore"
 )
 
-// Mount the portal beside the /v1 API over one engine; staff sign in with
-// the login that CreateWorkspace returns.
+// Mount the portal beside the /v1 API over one engine and its store's
+// team; staff sign in with the login that CreateWorkspace returns.
 func ExampleNew() {
-	engine, _ := payoutkit.New(memstore.New(), &payoutkit.Config{Logger: slog.New(slog.DiscardHandler)})
+	store := memstore.New()
+	engine, _ := payoutkit.New(store, &payoutkit.Config{Logger: slog.New(slog.DiscardHandler)})
+	team, _ := staff.New(store, nil)
 	nw, _ := engine.CreateWorkspace(context.Background(), payoutkit.CreateWorkspaceRequest{Name: "Acme"})
 
 	mux := http.NewServeMux()
 	// mux.Handle("/v1/", httpserver.New(engine, httpserver.Options{}))
-	mux.Handle("/", portal.New(engine, portal.Options{Logger: slog.New(slog.DiscardHandler)}))
+	mux.Handle("/", portal.New(engine, team, portal.Options{Logger: slog.New(slog.DiscardHandler)}))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 

@@ -3,15 +3,11 @@ package portal_test
 import (
 	"encoding/csv"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/portal"
@@ -29,15 +25,7 @@ func newClockHarness(t *testing.T, start time.Time) *clockHarness {
 	t.Helper()
 	c := &clockHarness{}
 	c.now.Store(&start)
-	store := memstore.New()
-	log := slog.New(slog.DiscardHandler)
-	engine, err := payoutkit.New(store, &payoutkit.Config{PasswordCost: bcrypt.MinCost, Logger: log, Now: func() time.Time { return *c.now.Load() }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(portal.New(engine, portal.Options{Logger: log}))
-	t.Cleanup(srv.Close)
-	c.harness = &harness{t: t, ctx: t.Context(), store: store, engine: engine, srv: srv}
+	c.harness = serveHarness(t, memstore.New(), func() time.Time { return *c.now.Load() }, portal.Options{})
 	return c
 }
 

@@ -11,20 +11,31 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/portal"
+	"github.com/payoutkit/payoutkit/staff"
 	"github.com/payoutkit/payoutkit/storage/memstore"
 )
 
-// harness is a portal on a real listener over an engine and a store.
+// stores is a store of both the engine's state and the staff's identity,
+// as every store of this repository is.
+type stores interface {
+	payoutkit.Store
+	staff.Store
+}
+
+// harness is a portal on a real listener over an engine, a team and their
+// store.
 type harness struct {
 	t      *testing.T
 	ctx    context.Context
-	store  payoutkit.Store
+	store  stores
 	engine *payoutkit.Engine
+	team   *staff.Team
 	srv    *httptest.Server
 }
 
@@ -34,23 +45,33 @@ func newHarness(t *testing.T) *harness {
 }
 
 // newHarnessOn serves a portal over store, which it does not close.
-func newHarnessOn(t *testing.T, store payoutkit.Store) *harness {
+func newHarnessOn(t *testing.T, store stores) *harness {
 	return newHarnessWith(t, store, portal.Options{})
 }
 
 // newHarnessWith is newHarnessOn with the portal's options (its Logger
 // discards).
-func newHarnessWith(t *testing.T, store payoutkit.Store, opts portal.Options) *harness {
+func newHarnessWith(t *testing.T, store stores, opts portal.Options) *harness {
+	return serveHarness(t, store, nil, opts)
+}
+
+// serveHarness serves a portal over an engine and a team on store, both on
+// the clock now (nil: time.Now).
+func serveHarness(t *testing.T, store stores, now func() time.Time, opts portal.Options) *harness {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
-	engine, err := payoutkit.New(store, &payoutkit.Config{PasswordCost: bcrypt.MinCost, Logger: log})
+	engine, err := payoutkit.New(store, &payoutkit.Config{PasswordCost: bcrypt.MinCost, Logger: log, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	team, err := staff.New(store, &staff.Config{PasswordCost: bcrypt.MinCost, Logger: log, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts.Logger = log
-	srv := httptest.NewServer(portal.New(engine, opts))
+	srv := httptest.NewServer(portal.New(engine, team, opts))
 	t.Cleanup(srv.Close)
-	return &harness{t: t, ctx: t.Context(), store: store, engine: engine, srv: srv}
+	return &harness{t: t, ctx: t.Context(), store: store, engine: engine, team: team, srv: srv}
 }
 
 // workspace creates a workspace and returns it with its secrets.

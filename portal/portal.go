@@ -11,10 +11,14 @@
 // ends the session on every instance. Every page and form works with
 // JavaScript turned off; templates and assets are embedded in the binary.
 //
+// Who the staff are (sign-in, sessions, two-factor sign-in, roles, step-up
+// codes) is package staff's: the portal asks its Team, then hands the
+// engine the caller as the actor of each change.
+//
 // Mount the Handler at "/" beside the /v1 API:
 //
 //	mux.Handle("/v1/", api)
-//	mux.Handle("/", portal.New(engine, portal.Options{}))
+//	mux.Handle("/", portal.New(engine, team, portal.Options{}))
 package portal
 
 import (
@@ -28,17 +32,12 @@ import (
 	"time"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/staff"
 )
 
 // Service is what the portal asks of the engine. *payoutkit.Engine
 // implements it.
 type Service interface {
-	// Sessions.
-	SignInSession(ctx context.Context, email, password string) (payoutkit.NewSession, error)
-	StaffSession(ctx context.Context, token string) (payoutkit.StaffSession, error)
-	EndSession(ctx context.Context, token string) error
-	ChangePassword(ctx context.Context, s payoutkit.StaffSession, current, next string) error
-
 	// Reads.
 	Workspace(ctx context.Context, workspaceID string) (payoutkit.Workspace, error)
 	Balance(ctx context.Context, workspaceID string) (payoutkit.Balance, error)
@@ -52,42 +51,58 @@ type Service interface {
 	APIKeys(ctx context.Context, workspaceID string) ([]payoutkit.APIKey, error)
 
 	// Developer settings.
-	CreateAPIKeyWith(ctx context.Context, workspaceID string, req payoutkit.CreateAPIKeyRequest, by payoutkit.Actor) (payoutkit.NewKey, error)
+	CreateAPIKey(ctx context.Context, workspaceID string, req payoutkit.CreateAPIKeyRequest, by payoutkit.Actor) (payoutkit.NewKey, error)
 	RevokeAPIKey(ctx context.Context, workspaceID, prefix string, by payoutkit.Actor) (int, error)
 	ResetAPIKeys(ctx context.Context, workspaceID string, by payoutkit.Actor) (payoutkit.NewKey, error)
 	SetWebhookURL(ctx context.Context, workspaceID, webhookURL string, by payoutkit.Actor) (payoutkit.Workspace, error)
 	RotateWebhookSecret(ctx context.Context, workspaceID string, by payoutkit.Actor) (payoutkit.Workspace, error)
 	ResendEvent(ctx context.Context, workspaceID, eventID string) error
 
-	// Roles and two-factor sign-in (contract, section 11). Each call judges
-	// the caller's stored role itself; the portal's guards only answer
-	// sooner.
-	BeginSignIn(ctx context.Context, email, password, clientAddr string) (payoutkit.SignInStart, error)
-	FinishSignIn(ctx context.Context, pending, code, clientAddr string) (payoutkit.NewSession, error)
-	Authorize(ctx context.Context, c payoutkit.StaffCaller, need payoutkit.Role) (payoutkit.StaffUser, error)
-	TOTPSetup(ctx context.Context, c payoutkit.StaffCaller) (payoutkit.TOTPSetup, error)
-	EnableTOTP(ctx context.Context, c payoutkit.StaffCaller, code string) ([]string, error)
-	DisableTOTP(ctx context.Context, c payoutkit.StaffCaller, code string) error
-	StaffUsers(ctx context.Context, c payoutkit.StaffCaller) ([]payoutkit.StaffUser, error)
-	AddStaffAs(ctx context.Context, c payoutkit.StaffCaller, email string, role payoutkit.Role) (payoutkit.NewStaff, error)
-	SetStaffRoleAs(ctx context.Context, c payoutkit.StaffCaller, email string, role payoutkit.Role, code string) error
-	RemoveStaffAs(ctx context.Context, c payoutkit.StaffCaller, email string) (int, error)
-	SetRequireTwoFactorAs(ctx context.Context, c payoutkit.StaffCaller, on bool) error
-
-	// Payout controls (contract, section 10) for admins.
+	// Payout controls (contract, section 10) for admins, who act through
+	// Team.Authorize or, with a fresh code, Team.SteppedUp.
 	PayoutPolicy(ctx context.Context, workspaceID string) (payoutkit.PayoutPolicy, error)
 	Addresses(ctx context.Context, workspaceID string) ([]payoutkit.AddressEntry, error)
 	PayoutDecision(ctx context.Context, workspaceID, payoutID string) (payoutkit.SecurityLogEntry, error)
-	ApprovePayoutAs(ctx context.Context, c payoutkit.StaffCaller, payoutID, code string) (payoutkit.Payout, error)
-	RejectPayoutAs(ctx context.Context, c payoutkit.StaffCaller, payoutID, reason, code string) (payoutkit.Payout, error)
-	AddAddressAs(ctx context.Context, c payoutkit.StaffCaller, network, addr, label, code string) (payoutkit.AddressEntry, error)
-	RemoveAddressAs(ctx context.Context, c payoutkit.StaffCaller, network, addr string) (int, error)
-	SetPayoutPolicyAs(ctx context.Context, c payoutkit.StaffCaller, patch payoutkit.PolicyPatch, code string) (payoutkit.PayoutPolicy, error)
+	ApprovePayout(ctx context.Context, workspaceID, payoutID string, by payoutkit.Actor) (payoutkit.Payout, error)
+	RejectPayout(ctx context.Context, workspaceID, payoutID, reason string, by payoutkit.Actor) (payoutkit.Payout, error)
+	AddAddress(ctx context.Context, workspaceID, network, addr, label string, by payoutkit.Actor) (payoutkit.AddressEntry, error)
+	RemoveAddress(ctx context.Context, workspaceID, network, addr string, by payoutkit.Actor) (int, error)
+	SetPayoutPolicy(ctx context.Context, workspaceID string, patch payoutkit.PolicyPatch, by payoutkit.Actor) (payoutkit.PayoutPolicy, error)
 	// The security log.
 	SecurityLog(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.SecurityLogEntry], error)
 }
 
 var _ Service = (*payoutkit.Engine)(nil)
+
+// Team is what the portal asks of staff identity (contract, sections 8 and
+// 11). *staff.Team implements it. Every change judges the caller's stored
+// role first (Authorize, SteppedUp); the portal's guards only answer sooner.
+type Team interface {
+	// Sessions.
+	SignIn(ctx context.Context, email, password, clientAddr string) (staff.SignInStart, error)
+	FinishSignIn(ctx context.Context, pending, code, clientAddr string) (staff.NewSession, error)
+	Session(ctx context.Context, token string) (payoutkit.StaffSession, error)
+	EndSession(ctx context.Context, token string) error
+	ChangePassword(ctx context.Context, s payoutkit.StaffSession, current, next string) error
+
+	// Roles and step-up codes.
+	Authorize(ctx context.Context, c staff.Caller, need payoutkit.Role) (payoutkit.StaffUser, error)
+	SteppedUp(c staff.Caller, code string) payoutkit.Actor
+
+	// Two-factor sign-in.
+	TOTPSetup(ctx context.Context, c staff.Caller) (staff.TOTPSetup, error)
+	EnableTOTP(ctx context.Context, c staff.Caller, code string) ([]string, error)
+	DisableTOTP(ctx context.Context, c staff.Caller, code string) error
+
+	// The team, for admins.
+	Users(ctx context.Context, workspaceID string) ([]payoutkit.StaffUser, error)
+	AddUser(ctx context.Context, workspaceID, email string, role payoutkit.Role, by payoutkit.Actor) (staff.NewUser, error)
+	SetRole(ctx context.Context, c staff.Caller, email string, role payoutkit.Role, code string) error
+	RemoveUser(ctx context.Context, workspaceID, email string, by payoutkit.Actor) (int, error)
+	SetRequireTwoFactor(ctx context.Context, workspaceID string, on bool, by payoutkit.Actor) error
+}
+
+var _ Team = (*staff.Team)(nil)
 
 // Options configures the portal. The zero value is usable.
 type Options struct {
@@ -95,8 +110,8 @@ type Options struct {
 	// errors. Defaults to slog.Default().
 	Logger *slog.Logger
 	// SessionMaxAge is the lifetime given to the session cookie; it should
-	// match the engine's Config.SessionMaxAge. Defaults to
-	// payoutkit.DefaultSessionMaxAge.
+	// match the team's staff.Config.SessionMaxAge. Defaults to
+	// staff.DefaultSessionMaxAge.
 	SessionMaxAge time.Duration
 	// ClientAddress returns a request's client address, which the
 	// security log records with sign-ins and staff changes. Defaults to the
@@ -112,6 +127,7 @@ type Options struct {
 // Handler serves the portal's pages. It is safe for concurrent use.
 type Handler struct {
 	svc    Service
+	team   Team
 	log    *slog.Logger
 	maxAge time.Duration
 	client func(r *http.Request) string
@@ -124,18 +140,19 @@ type Handler struct {
 //go:embed assets
 var assets embed.FS
 
-// New returns the portal over svc.
-func New(svc Service, opts Options) *Handler {
+// New returns the portal over the engine (svc) and the staff's identity
+// (team).
+func New(svc Service, team Team, opts Options) *Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
 	if opts.SessionMaxAge <= 0 {
-		opts.SessionMaxAge = payoutkit.DefaultSessionMaxAge
+		opts.SessionMaxAge = staff.DefaultSessionMaxAge
 	}
 	if opts.ClientAddress == nil {
 		opts.ClientAddress = remoteHost
 	}
-	h := &Handler{svc: svc, log: opts.Logger, maxAge: opts.SessionMaxAge, client: opts.ClientAddress, pages: parsePages(), explorer: opts.ExplorerURL}
+	h := &Handler{svc: svc, team: team, log: opts.Logger, maxAge: opts.SessionMaxAge, client: opts.ClientAddress, pages: parsePages(), explorer: opts.ExplorerURL}
 	admin, developer := payoutkit.RoleAdmin, payoutkit.RoleDeveloper
 
 	mux := http.NewServeMux()

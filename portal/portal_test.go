@@ -16,6 +16,7 @@ import (
 
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/portal"
+	"github.com/payoutkit/payoutkit/staff"
 )
 
 func TestNoSessionRedirectsToSignIn(t *testing.T) {
@@ -146,7 +147,7 @@ func TestSessionCookie(t *testing.T) {
 	if len(c.Value) < 22 { // 128 bits in base64
 		t.Errorf("cookie value %q is too short", c.Value)
 	}
-	if c.MaxAge <= 0 || time.Duration(c.MaxAge)*time.Second > payoutkit.DefaultSessionMaxAge {
+	if c.MaxAge <= 0 || time.Duration(c.MaxAge)*time.Second > staff.DefaultSessionMaxAge {
 		t.Errorf("cookie Max-Age = %d", c.MaxAge)
 	}
 	// The store knows the session by the value's SHA-256.
@@ -159,7 +160,7 @@ func TestSessionCookie(t *testing.T) {
 func TestSessionCookieOverTLS(t *testing.T) {
 	h := newHarness(t)
 	nw := h.workspace("Acme")
-	srv := httptest.NewTLSServer(portal.New(h.engine, portal.Options{Logger: discard}))
+	srv := httptest.NewTLSServer(portal.New(h.engine, h.team, portal.Options{Logger: discard}))
 	t.Cleanup(srv.Close)
 	client := srv.Client()
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

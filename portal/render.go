@@ -184,7 +184,7 @@ func (h *Handler) sessionLayout(r *http.Request, p *page) {
 	if err != nil {
 		return
 	}
-	s, err := h.svc.StaffSession(r.Context(), c.Value)
+	s, err := h.team.Session(r.Context(), c.Value)
 	if err != nil {
 		return
 	}

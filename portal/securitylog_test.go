@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/staff"
 )
 
 // logRow is one tr[data-testid=log-row] of the security log page.
@@ -65,7 +66,7 @@ func TestSecurityLogPage(t *testing.T) {
 		t.Fatalf("key %q, reset key %q, secret %q: a page did not show them", newKey, resetKey, secret)
 	}
 	// The same calls from the CLI (or any program over the engine).
-	cliKey, err := h.engine.CreateAPIKey(h.ctx, ws, payoutkit.ActorCLI)
+	cliKey, err := h.engine.CreateAPIKey(h.ctx, ws, payoutkit.CreateAPIKeyRequest{}, payoutkit.ActorCLI)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,19 +82,19 @@ func TestSecurityLogPage(t *testing.T) {
 			t.Fatalf("the security log shows the secret %q:\n%s", s, page.body)
 		}
 	}
-	staff, cli := nw.StaffEmail, "cli"
+	member, cli := nw.StaffEmail, "cli"
 	want := []struct {
 		action, actor, addr string
 		details             []string
 	}{
 		{payoutkit.ActionWebhookSecretRotated, cli, "—", nil},
 		{payoutkit.ActionKeyCreated, cli, "—", []string{cliKey.Prefix}},
-		{payoutkit.ActionWebhookSecretRotated, staff, "127.0.0.1", nil},
-		{payoutkit.ActionWebhookURLSet, staff, "127.0.0.1", []string{"https://hook:xxxxx@hooks.example/in"}},
-		{payoutkit.ActionKeysReset, staff, "127.0.0.1", []string{strings.Split(resetKey, "_")[1], "revoked: 1"}},
-		{payoutkit.ActionKeyRevoked, staff, "127.0.0.1", []string{prefix}},
-		{payoutkit.ActionKeyCreated, staff, "127.0.0.1", []string{prefix, "payouts:write", "10.0.0.0/8"}},
-		{payoutkit.ActionSignInSucceeded, staff, "127.0.0.1", nil},
+		{payoutkit.ActionWebhookSecretRotated, member, "127.0.0.1", nil},
+		{payoutkit.ActionWebhookURLSet, member, "127.0.0.1", []string{"https://hook:xxxxx@hooks.example/in"}},
+		{payoutkit.ActionKeysReset, member, "127.0.0.1", []string{strings.Split(resetKey, "_")[1], "revoked: 1"}},
+		{payoutkit.ActionKeyRevoked, member, "127.0.0.1", []string{prefix}},
+		{payoutkit.ActionKeyCreated, member, "127.0.0.1", []string{prefix, "payouts:write", "10.0.0.0/8"}},
+		{staff.ActionSignInSucceeded, member, "127.0.0.1", nil},
 	}
 	rows := logRows(page.body)
 	if len(rows) != len(want) {

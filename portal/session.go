@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/staff"
 )
 
 // The cookies the portal sets.
@@ -46,7 +47,7 @@ func (h *Handler) signedIn(page func(http.ResponseWriter, *request)) http.Handle
 		c, err := r.Cookie(SessionCookie)
 		var s payoutkit.StaffSession
 		if err == nil {
-			s, err = h.svc.StaffSession(r.Context(), c.Value)
+			s, err = h.team.Session(r.Context(), c.Value)
 		}
 		switch {
 		case errors.Is(err, http.ErrNoCookie), errors.Is(err, payoutkit.ErrUnauthorized):
@@ -114,7 +115,7 @@ type loginView struct {
 
 func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(SessionCookie); err == nil {
-		if _, err := h.svc.StaffSession(r.Context(), c.Value); err == nil {
+		if _, err := h.team.Session(r.Context(), c.Value); err == nil {
 			http.Redirect(w, r, localPath(r.URL.Query().Get("next")), http.StatusSeeOther)
 			return
 		}
@@ -163,8 +164,8 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	st, err := h.svc.BeginSignIn(r.Context(), v.Email, password, h.client(r))
-	if locked, ok := errors.AsType[*payoutkit.SignInLockedError](err); ok {
+	st, err := h.team.SignIn(r.Context(), v.Email, password, h.client(r))
+	if locked, ok := errors.AsType[*staff.SignInLockedError](err); ok {
 		wait := int(math.Ceil(locked.RetryAfter.Seconds()))
 		w.Header().Set("Retry-After", strconv.Itoa(wait))
 		v.Error = "Too many failed sign-ins for this e-mail. Try again in " + minutes(wait) + "."
@@ -194,7 +195,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) logout(w http.ResponseWriter, r *request) {
-	if err := h.svc.EndSession(r.Context(), r.token); err != nil {
+	if err := h.team.EndSession(r.Context(), r.token); err != nil {
 		h.serverError(w, r.Request, err)
 		return
 	}

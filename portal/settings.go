@@ -113,7 +113,7 @@ func (h *Handler) createKey(w http.ResponseWriter, r *request) {
 	var k payoutkit.NewKey
 	if !f.failed() {
 		var err error
-		k, err = h.svc.CreateAPIKeyWith(r.Context(), r.session.WorkspaceID, req, h.actor(r))
+		k, err = h.svc.CreateAPIKey(r.Context(), r.session.WorkspaceID, req, h.actor(r))
 		if e, ok := errors.AsType[*payoutkit.Error](err); ok && errors.Is(err, payoutkit.ErrInvalidInput) {
 			for _, fe := range e.Fields {
 				f.add(fe.Field, sentence(fe.Message))
@@ -293,7 +293,7 @@ func (h *Handler) changePassword(w http.ResponseWriter, r *request) {
 		f.add("confirm_password", "The two new passwords differ.")
 	}
 	if !f.failed() {
-		err := h.svc.ChangePassword(r.Context(), r.session, current, next)
+		err := h.team.ChangePassword(r.Context(), r.session, current, next)
 		if e, ok := errors.AsType[*payoutkit.Error](err); ok && errors.Is(err, payoutkit.ErrInvalidInput) {
 			for _, fe := range e.Fields {
 				f.add(fe.Field, sentence(fe.Message))

@@ -13,6 +13,7 @@ import (
 	"github.com/skip2/go-qrcode"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/staff"
 )
 
 // twoFactorCookie holds a sign-in's pending second step (the engine's
@@ -24,18 +25,26 @@ const twoFactorCookie = "payoutkit_2fa"
 // as the engine's pending state lasts (five minutes).
 const pendingMaxAge = 5 * 60
 
-// caller is the request's staff user, for the engine's staff calls.
-func (h *Handler) caller(r *request) payoutkit.StaffCaller {
-	return payoutkit.StaffCaller{Session: r.session, ClientAddr: h.client(r.Request)}
+// caller is the request's staff user, for the team's calls.
+func (h *Handler) caller(r *request) staff.Caller {
+	return staff.Caller{Session: r.session, ClientAddr: h.client(r.Request)}
 }
 
-// role guards a page with the role it needs: any other role gets the 403
-// page and nothing changes. The engine's calls judge the stored role again;
-// this guard answers before any form is read, and shows the reason.
+// steppedUp is the request's staff user as the actor of an engine call
+// that needs a fresh two-factor code, the form's "totp": the engine has the
+// team check and use up the code once the call's input is valid.
+func (h *Handler) steppedUp(r *request) payoutkit.Actor {
+	return h.team.SteppedUp(h.caller(r), r.PostForm.Get("totp"))
+}
+
+// role guards a page with the role it needs, judged by the role stored for
+// the user now: any other role gets the 403 page and nothing changes. The
+// page's engine calls then take the user as their actor (actor,
+// steppedUp).
 // Wrap a handler of signedIn with it: h.signedIn(h.role(payoutkit.RoleAdmin, page)).
 func (h *Handler) role(need payoutkit.Role, page func(http.ResponseWriter, *request)) func(http.ResponseWriter, *request) {
 	return func(w http.ResponseWriter, r *request) {
-		if _, err := h.svc.Authorize(r.Context(), h.caller(r), need); err != nil {
+		if _, err := h.team.Authorize(r.Context(), h.caller(r), need); err != nil {
 			h.engineError(w, r.Request, err)
 			return
 		}
@@ -110,14 +119,14 @@ func (h *Handler) login2FA(w http.ResponseWriter, r *http.Request) {
 	if len(code) > 64 {
 		code = code[:64]
 	}
-	ns, err := h.svc.FinishSignIn(r.Context(), pending, code, h.client(r))
-	if locked, ok := errors.AsType[*payoutkit.SignInLockedError](err); ok {
+	ns, err := h.team.FinishSignIn(r.Context(), pending, code, h.client(r))
+	if locked, ok := errors.AsType[*staff.SignInLockedError](err); ok {
 		wait := int(math.Ceil(locked.RetryAfter.Seconds()))
 		w.Header().Set("Retry-After", strconv.Itoa(wait))
 		h.renderLogin2FA(w, r, http.StatusTooManyRequests, login2FAView{Error: "Too many failed sign-ins for this e-mail. Try again in " + minutes(wait) + "."})
 		return
 	}
-	if errors.Is(err, payoutkit.ErrSignInExpired) {
+	if errors.Is(err, staff.ErrSignInExpired) {
 		h.clearCookie(w, r, twoFactorCookie, "/login")
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 		return
@@ -134,7 +143,7 @@ func (h *Handler) login2FA(w http.ResponseWriter, r *http.Request) {
 }
 
 // startSession sets a new session's cookie and goes to next.
-func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, ns payoutkit.NewSession, next string) {
+func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, ns staff.NewSession, next string) {
 	http.SetCookie(w, &http.Cookie{
 		Name: SessionCookie, Value: ns.Token, Path: "/",
 		Expires: ns.Session.CreatedAt.Add(h.maxAge), MaxAge: int(h.maxAge / time.Second),
@@ -162,14 +171,14 @@ func (h *Handler) securityPage(w http.ResponseWriter, r *request) {
 // renderSecurity fills v with the user's two-factor state (a secret to
 // confirm while it is off) and renders the page.
 func (h *Handler) renderSecurity(w http.ResponseWriter, r *request, status int, v securityView, notice string) {
-	u, err := h.svc.Authorize(r.Context(), h.caller(r), payoutkit.RoleViewer)
+	u, err := h.team.Authorize(r.Context(), h.caller(r), payoutkit.RoleViewer)
 	if err != nil {
 		h.engineError(w, r.Request, err)
 		return
 	}
 	v.On, v.RecoveryLeft = u.TwoFactor(), u.RecoveryCodes
 	if !v.On {
-		setup, err := h.svc.TOTPSetup(r.Context(), h.caller(r))
+		setup, err := h.team.TOTPSetup(r.Context(), h.caller(r))
 		if err != nil {
 			h.engineError(w, r.Request, err)
 			return
@@ -188,7 +197,7 @@ func (h *Handler) renderSecurity(w http.ResponseWriter, r *request, status int, 
 // totpQR serves the QR code of the secret the security page offers, as a
 // PNG from this site (the CSP allows no other images).
 func (h *Handler) totpQR(w http.ResponseWriter, r *request) {
-	setup, err := h.svc.TOTPSetup(r.Context(), h.caller(r))
+	setup, err := h.team.TOTPSetup(r.Context(), h.caller(r))
 	if err != nil {
 		h.engineError(w, r.Request, err)
 		return
@@ -203,7 +212,7 @@ func (h *Handler) totpQR(w http.ResponseWriter, r *request) {
 }
 
 func (h *Handler) enableTOTP(w http.ResponseWriter, r *request) {
-	codes, err := h.svc.EnableTOTP(r.Context(), h.caller(r), r.PostForm.Get("code"))
+	codes, err := h.team.EnableTOTP(r.Context(), h.caller(r), r.PostForm.Get("code"))
 	if f, ok := fieldErrors(err); ok {
 		h.renderSecurity(w, r, http.StatusBadRequest, securityView{Fields: f}, "")
 		return
@@ -218,7 +227,7 @@ func (h *Handler) enableTOTP(w http.ResponseWriter, r *request) {
 }
 
 func (h *Handler) disableTOTP(w http.ResponseWriter, r *request) {
-	err := h.svc.DisableTOTP(r.Context(), h.caller(r), r.PostForm.Get("code"))
+	err := h.team.DisableTOTP(r.Context(), h.caller(r), r.PostForm.Get("code"))
 	if f, ok := fieldErrors(err); ok {
 		h.renderSecurity(w, r, http.StatusBadRequest, securityView{Fields: f}, "")
 		return
@@ -272,7 +281,7 @@ func (h *Handler) teamPage(w http.ResponseWriter, r *request) {
 }
 
 func (h *Handler) renderTeam(w http.ResponseWriter, r *request, status int, v teamView, notice string) {
-	users, err := h.svc.StaffUsers(r.Context(), h.caller(r))
+	users, err := h.team.Users(r.Context(), r.session.WorkspaceID)
 	if err != nil {
 		h.engineError(w, r.Request, err)
 		return
@@ -290,13 +299,13 @@ func (h *Handler) addStaff(w http.ResponseWriter, r *request) {
 	email, roleName := r.PostForm.Get("email"), r.PostForm.Get("role")
 	var f form
 	f.text("email", email, 254)
-	role, err := payoutkit.ParseRole(roleName)
+	role, err := staff.ParseRole(roleName)
 	if err != nil {
 		f.add("role", "Choose admin, developer or viewer.")
 	}
-	var ns payoutkit.NewStaff
+	var ns staff.NewUser
 	if !f.failed() {
-		ns, err = h.svc.AddStaffAs(r.Context(), h.caller(r), email, role)
+		ns, err = h.team.AddUser(r.Context(), r.session.WorkspaceID, email, role, h.actor(r))
 		if ff, ok := fieldErrors(err); ok {
 			for k, m := range ff {
 				if k == "staff_email" {
@@ -318,9 +327,9 @@ func (h *Handler) addStaff(w http.ResponseWriter, r *request) {
 }
 
 func (h *Handler) setRole(w http.ResponseWriter, r *request) {
-	role, err := payoutkit.ParseRole(r.PostForm.Get("role"))
+	role, err := staff.ParseRole(r.PostForm.Get("role"))
 	if err == nil {
-		err = h.svc.SetStaffRoleAs(r.Context(), h.caller(r), r.PostForm.Get("email"), role, r.PostForm.Get("totp"))
+		err = h.team.SetRole(r.Context(), h.caller(r), r.PostForm.Get("email"), role, r.PostForm.Get("totp"))
 	}
 	if err != nil {
 		h.engineError(w, r.Request, err)
@@ -330,7 +339,7 @@ func (h *Handler) setRole(w http.ResponseWriter, r *request) {
 }
 
 func (h *Handler) removeStaff(w http.ResponseWriter, r *request) {
-	n, err := h.svc.RemoveStaffAs(r.Context(), h.caller(r), r.PostForm.Get("email"))
+	n, err := h.team.RemoveUser(r.Context(), r.session.WorkspaceID, r.PostForm.Get("email"), h.actor(r))
 	if err != nil {
 		h.engineError(w, r.Request, err)
 		return
@@ -344,7 +353,7 @@ func (h *Handler) removeStaff(w http.ResponseWriter, r *request) {
 
 func (h *Handler) requireTwoFactor(w http.ResponseWriter, r *request) {
 	on := r.PostForm.Get("on") == "true"
-	if err := h.svc.SetRequireTwoFactorAs(r.Context(), h.caller(r), on); err != nil {
+	if err := h.team.SetRequireTwoFactor(r.Context(), r.session.WorkspaceID, on, h.actor(r)); err != nil {
 		h.engineError(w, r.Request, err)
 		return
 	}
@@ -391,7 +400,7 @@ func (h *Handler) renderAddresses(w http.ResponseWriter, r *request, status int,
 func (h *Handler) addAddress(w http.ResponseWriter, r *request) {
 	var v addressesView
 	v.Form.Network, v.Form.Address, v.Form.Label = r.PostForm.Get("network"), r.PostForm.Get("address"), r.PostForm.Get("label")
-	_, err := h.svc.AddAddressAs(r.Context(), h.caller(r), v.Form.Network, v.Form.Address, v.Form.Label, r.PostForm.Get("totp"))
+	_, err := h.svc.AddAddress(r.Context(), r.session.WorkspaceID, v.Form.Network, v.Form.Address, v.Form.Label, h.steppedUp(r))
 	if f, ok := fieldErrors(err); ok {
 		v.Fields = f
 		h.renderAddresses(w, r, http.StatusBadRequest, v, "")
@@ -405,7 +414,7 @@ func (h *Handler) addAddress(w http.ResponseWriter, r *request) {
 }
 
 func (h *Handler) removeAddress(w http.ResponseWriter, r *request) {
-	n, err := h.svc.RemoveAddressAs(r.Context(), h.caller(r), r.PostForm.Get("network"), r.PostForm.Get("address"))
+	n, err := h.svc.RemoveAddress(r.Context(), r.session.WorkspaceID, r.PostForm.Get("network"), r.PostForm.Get("address"), h.actor(r))
 	if err != nil {
 		h.engineError(w, r.Request, err)
 		return
@@ -495,7 +504,7 @@ func (h *Handler) setPolicy(w http.ResponseWriter, r *request) {
 		h.renderPolicy(w, r, http.StatusBadRequest, &pf, f, "")
 		return
 	}
-	_, err := h.svc.SetPayoutPolicyAs(r.Context(), h.caller(r), patch, r.PostForm.Get("totp"))
+	_, err := h.svc.SetPayoutPolicy(r.Context(), r.session.WorkspaceID, patch, h.steppedUp(r))
 	if ff, ok := fieldErrors(err); ok {
 		h.renderPolicy(w, r, http.StatusBadRequest, &pf, ff, "")
 		return
@@ -509,7 +518,7 @@ func (h *Handler) setPolicy(w http.ResponseWriter, r *request) {
 
 func (h *Handler) approvePayout(w http.ResponseWriter, r *request) {
 	id := r.PathValue("payout_id")
-	if _, err := h.svc.ApprovePayoutAs(r.Context(), h.caller(r), id, r.PostForm.Get("totp")); err != nil {
+	if _, err := h.svc.ApprovePayout(r.Context(), r.session.WorkspaceID, id, h.steppedUp(r)); err != nil {
 		h.engineError(w, r.Request, err)
 		return
 	}
@@ -518,7 +527,7 @@ func (h *Handler) approvePayout(w http.ResponseWriter, r *request) {
 
 func (h *Handler) rejectPayout(w http.ResponseWriter, r *request) {
 	id := r.PathValue("payout_id")
-	if _, err := h.svc.RejectPayoutAs(r.Context(), h.caller(r), id, r.PostForm.Get("reason"), r.PostForm.Get("totp")); err != nil {
+	if _, err := h.svc.RejectPayout(r.Context(), r.session.WorkspaceID, id, r.PostForm.Get("reason"), h.steppedUp(r)); err != nil {
 		h.engineError(w, r.Request, err)
 		return
 	}

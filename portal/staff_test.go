@@ -2,9 +2,7 @@ package portal_test
 
 import (
 	"html"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/portal"
@@ -46,22 +43,14 @@ func (c *testClock) next() {
 func newClockedHarness(t *testing.T) (*harness, *testClock) {
 	t.Helper()
 	clock := &testClock{now: time.Now().UTC().Truncate(time.Second)}
-	log := slog.New(slog.DiscardHandler)
-	store := memstore.New()
-	engine, err := payoutkit.New(store, &payoutkit.Config{PasswordCost: bcrypt.MinCost, Logger: log, Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(portal.New(engine, portal.Options{Logger: log}))
-	t.Cleanup(srv.Close)
-	return &harness{t: t, ctx: t.Context(), store: store, engine: engine, srv: srv}, clock
+	return serveHarness(t, memstore.New(), clock.Now, portal.Options{}), clock
 }
 
 // addStaff adds a user of the role to the workspace and returns the
 // password.
 func (h *harness) addStaff(ws, email string, role payoutkit.Role) string {
 	h.t.Helper()
-	ns, err := h.engine.AddStaffWithRole(h.ctx, ws, email, role, payoutkit.ActorCLI)
+	ns, err := h.team.AddUser(h.ctx, ws, email, role, payoutkit.ActorCLI)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -407,7 +396,7 @@ func TestRequireTwoFactor(t *testing.T) {
 	h, clock := newClockedHarness(t)
 	nw := h.workspace("Required")
 	ws := nw.Workspace.ID
-	if err := h.engine.SetRequireTwoFactor(h.ctx, ws, true, payoutkit.ActorCLI); err != nil {
+	if err := h.team.SetRequireTwoFactor(h.ctx, ws, true, payoutkit.ActorCLI); err != nil {
 		t.Fatal(err)
 	}
 	b := h.browser()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/staff"
 )
 
 // workspaceJSON is what workspace create (and the first serve) prints.
@@ -45,28 +46,51 @@ const adminBusyTimeout = 30 * time.Second
 
 // adminStore opens an existing database for one command, never making or
 // migrating one.
-func adminStore(ctx context.Context, dsn string, log *slog.Logger) (payoutkit.Store, error) {
+func adminStore(ctx context.Context, dsn string, log *slog.Logger) (serverStore, error) {
 	return openStore(ctx, dsn, log, asAdmin())
 }
 
-// adminEngine opens an existing database (never making or migrating one)
-// and an engine over it for one command.
-func adminEngine(ctx context.Context, dsn string, stderr io.Writer) (*payoutkit.Engine, func(), error) {
+// adminOpen opens an existing database (never making or migrating one)
+// for one command, with the server's secret keys and a logger to stderr.
+func adminOpen(ctx context.Context, dsn string, stderr io.Writer) (serverStore, *payoutkit.KeyRing, *slog.Logger, error) {
 	log := newLogger(stderr, "json")
 	keys, err := secretKeys(dsn, os.Getenv(envSecretKeyFile), false)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	store, err := adminStore(ctx, dsn, log)
 	if err != nil {
+		return nil, nil, nil, err
+	}
+	return store, keys.ring, log, nil
+}
+
+// adminEngine is adminOpen with an engine over the database.
+func adminEngine(ctx context.Context, dsn string, stderr io.Writer) (*payoutkit.Engine, func(), error) {
+	store, ring, log, err := adminOpen(ctx, dsn, stderr)
+	if err != nil {
 		return nil, nil, err
 	}
-	engine, err := payoutkit.New(store, &payoutkit.Config{Logger: log, PasswordCost: passwordCost, SecretKeys: keys.ring})
+	engine, err := payoutkit.New(store, &payoutkit.Config{Logger: log, PasswordCost: passwordCost, SecretKeys: ring})
 	if err != nil {
 		store.Close()
 		return nil, nil, err
 	}
 	return engine, func() { store.Close() }, nil
+}
+
+// adminTeam is adminOpen with the staff's team over the database.
+func adminTeam(ctx context.Context, dsn string, stderr io.Writer) (*staff.Team, func(), error) {
+	store, ring, log, err := adminOpen(ctx, dsn, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	team, err := staff.New(store, &staff.Config{Logger: log, PasswordCost: passwordCost, SecretKeys: ring})
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	return team, func() { store.Close() }, nil
 }
 
 // workspaceCreateCommand creates a workspace and prints its credentials.
@@ -172,7 +196,7 @@ func keysCommand(sub string) func(fs *flag.FlagSet) runFunc {
 			defer done()
 			switch sub {
 			case "create":
-				k, err := engine.CreateAPIKeyWith(ctx, *ws, req, payoutkit.ActorCLI)
+				k, err := engine.CreateAPIKey(ctx, *ws, req, payoutkit.ActorCLI)
 				if err != nil {
 					return err
 				}
@@ -345,29 +369,29 @@ func staffCommand(sub string) func(fs *flag.FlagSet) runFunc {
 			var role payoutkit.Role
 			if roleName != nil {
 				var err error
-				if role, err = payoutkit.ParseRole(*roleName); err != nil {
+				if role, err = staff.ParseRole(*roleName); err != nil {
 					return usagef("staff add: -role must be admin, developer or viewer")
 				}
 			}
-			engine, done, err := adminEngine(ctx, *dsn, stderr)
+			team, done, err := adminTeam(ctx, *dsn, stderr)
 			if err != nil {
 				return err
 			}
 			defer done()
 			switch sub {
 			case "add":
-				ns, err := engine.AddStaffWithRole(ctx, *ws, *email, role, payoutkit.ActorCLI)
+				ns, err := team.AddUser(ctx, *ws, *email, role, payoutkit.ActorCLI)
 				if err != nil {
 					return err
 				}
 				return printJSON(stdout, ns)
 			case "reset-2fa":
-				if err := engine.ResetTOTP(ctx, *ws, *email, payoutkit.ActorCLI); err != nil {
+				if err := team.ResetTOTP(ctx, *ws, *email, payoutkit.ActorCLI); err != nil {
 					return err
 				}
 				return printJSON(stdout, map[string]any{"staff_email": strings.ToLower(*email), "two_factor": false})
 			}
-			n, err := engine.RemoveStaffBy(ctx, *ws, *email, payoutkit.ActorCLI)
+			n, err := team.RemoveUser(ctx, *ws, *email, payoutkit.ActorCLI)
 			if err != nil {
 				return err
 			}

@@ -146,12 +146,12 @@ func staffResetPasswordCommand(fs *flag.FlagSet) runFunc {
 		if *ws == "" || *email == "" {
 			return usagef("staff reset-password: -workspace and -email are required")
 		}
-		engine, done, err := adminEngine(ctx, *dsn, stderr)
+		team, done, err := adminTeam(ctx, *dsn, stderr)
 		if err != nil {
 			return err
 		}
 		defer done()
-		ns, err := engine.ResetStaffPassword(ctx, *ws, *email)
+		ns, err := team.ResetPassword(ctx, *ws, *email)
 		if err != nil {
 			return err
 		}

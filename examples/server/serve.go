@@ -22,6 +22,7 @@ import (
 	"github.com/payoutkit/payoutkit/httpserver"
 	"github.com/payoutkit/payoutkit/portal"
 	"github.com/payoutkit/payoutkit/processor/evm"
+	"github.com/payoutkit/payoutkit/staff"
 )
 
 // shutdownTimeout bounds how long serve waits for in-flight requests after
@@ -187,7 +188,11 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 			if rail != nil {
 				po.ExplorerURL = rail.ExplorerURL
 			}
-			site = portal.New(engine, po)
+			team, err := staff.New(store, &staff.Config{Logger: log, PasswordCost: passwordCost, SecretKeys: keys.ring})
+			if err != nil {
+				return err
+			}
+			site = portal.New(engine, team, po)
 		}
 		handler = mount(handler, site, health(store))
 		srv := &http.Server{
@@ -345,7 +350,7 @@ func bootstrap(ctx context.Context, engine *payoutkit.Engine, store payoutkit.St
 }
 
 // openStore opens the database named by dsn (a SQLite path or a postgres URL).
-func openStore(ctx context.Context, dsn string, log *slog.Logger, opts ...storeOption) (payoutkit.Store, error) {
+func openStore(ctx context.Context, dsn string, log *slog.Logger, opts ...storeOption) (serverStore, error) {
 	if strings.TrimSpace(dsn) == "" {
 		return nil, usagef("-db is required")
 	}

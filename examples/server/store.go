@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/staff"
 	"github.com/payoutkit/payoutkit/storage/postgres"
 	"github.com/payoutkit/payoutkit/storage/sqlite"
 )
@@ -58,7 +59,14 @@ func isPostgres(dsn string) bool {
 // openDSN opens the database named by dsn: a "postgres://" or
 // "postgresql://" URL with storage/postgres, anything else (a file path or
 // a "file:" URL) with storage/sqlite.
-func openDSN(ctx context.Context, dsn string, opts ...storeOption) (payoutkit.Store, error) {
+// serverStore is where the server keeps its state: the engine's store,
+// which keeps the staff's identity beside it, as both SQL stores do.
+type serverStore interface {
+	payoutkit.Store
+	staff.Store
+}
+
+func openDSN(ctx context.Context, dsn string, opts ...storeOption) (serverStore, error) {
 	var c storeConfig
 	for _, o := range opts {
 		o(&c)

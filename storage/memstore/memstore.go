@@ -190,7 +190,7 @@ func (s *Store) SwapWebhookSecret(_ context.Context, workspaceID, old, next stri
 	return nil
 }
 
-// StaffUser implements payoutkit.WorkspaceStore.
+// StaffUser implements staff.Store.
 func (s *Store) StaffUser(_ context.Context, email string) (payoutkit.StaffUser, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -917,7 +917,7 @@ func pageOf[R, T any](rows []R, req payoutkit.PageRequest, item func(R) (int64, 
 	return page, nil
 }
 
-// InsertStaffUser implements payoutkit.StaffStore.
+// InsertStaffUser implements staff.Store.
 func (s *Store) InsertStaffUser(_ context.Context, u payoutkit.StaffUser, log payoutkit.SecurityLogEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -937,7 +937,7 @@ func (s *Store) InsertStaffUser(_ context.Context, u payoutkit.StaffUser, log pa
 	return nil
 }
 
-// DeleteStaffUser implements payoutkit.StaffStore.
+// DeleteStaffUser implements staff.Store.
 func (s *Store) DeleteStaffUser(_ context.Context, workspaceID, email string, log payoutkit.SecurityLogEntry) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -972,7 +972,7 @@ func (s *Store) lastAdmin(workspaceID, email string) bool {
 	return true
 }
 
-// StaffUsers implements payoutkit.StaffStore.
+// StaffUsers implements staff.Store.
 func (s *Store) StaffUsers(_ context.Context, workspaceID string) ([]payoutkit.StaffUser, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -987,7 +987,7 @@ func (s *Store) StaffUsers(_ context.Context, workspaceID string) ([]payoutkit.S
 	return list, nil
 }
 
-// SetStaffRole implements payoutkit.StaffStore.
+// SetStaffRole implements staff.Store.
 func (s *Store) SetStaffRole(_ context.Context, workspaceID, email string, role payoutkit.Role, log payoutkit.SecurityLogEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1008,7 +1008,7 @@ func (s *Store) SetStaffRole(_ context.Context, workspaceID, email string, role 
 	return nil
 }
 
-// SetStaffTOTP implements payoutkit.StaffStore.
+// SetStaffTOTP implements staff.Store.
 func (s *Store) SetStaffTOTP(_ context.Context, email string, t payoutkit.StaffTOTP, log *payoutkit.SecurityLogEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1036,7 +1036,7 @@ func (s *Store) SetStaffTOTP(_ context.Context, email string, t payoutkit.StaffT
 	return nil
 }
 
-// UseTOTPStep implements payoutkit.StaffStore.
+// UseTOTPStep implements staff.Store.
 func (s *Store) UseTOTPStep(_ context.Context, email string, step int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1049,7 +1049,7 @@ func (s *Store) UseTOTPStep(_ context.Context, email string, step int64) error {
 	return nil
 }
 
-// UseRecoveryCode implements payoutkit.StaffStore.
+// UseRecoveryCode implements staff.Store.
 func (s *Store) UseRecoveryCode(_ context.Context, email string, hash [32]byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1060,7 +1060,7 @@ func (s *Store) UseRecoveryCode(_ context.Context, email string, hash [32]byte) 
 	return nil
 }
 
-// SetRequireTwoFactor implements payoutkit.StaffStore.
+// SetRequireTwoFactor implements staff.Store.
 func (s *Store) SetRequireTwoFactor(_ context.Context, workspaceID string, on bool, log payoutkit.SecurityLogEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1073,7 +1073,7 @@ func (s *Store) SetRequireTwoFactor(_ context.Context, workspaceID string, on bo
 	return nil
 }
 
-// SetStaffPassword implements payoutkit.StaffStore.
+// SetStaffPassword implements staff.Store.
 func (s *Store) SetStaffPassword(_ context.Context, email, passwordHash string, keep [32]byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1096,7 +1096,7 @@ func (s *Store) endSessions(email string, keep [32]byte) {
 	}
 }
 
-// InsertStaffSession implements payoutkit.StaffStore.
+// InsertStaffSession implements staff.Store.
 func (s *Store) InsertStaffSession(_ context.Context, ss payoutkit.StaffSession) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1114,7 +1114,7 @@ func (s *Store) InsertStaffSession(_ context.Context, ss payoutkit.StaffSession)
 	return nil
 }
 
-// StaffSession implements payoutkit.StaffStore.
+// StaffSession implements staff.Store.
 func (s *Store) StaffSession(_ context.Context, tokenHash [32]byte) (payoutkit.StaffSession, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1125,7 +1125,7 @@ func (s *Store) StaffSession(_ context.Context, tokenHash [32]byte) (payoutkit.S
 	return ss, nil
 }
 
-// TouchStaffSession implements payoutkit.StaffStore.
+// TouchStaffSession implements staff.Store.
 func (s *Store) TouchStaffSession(_ context.Context, tokenHash [32]byte, at time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1136,7 +1136,7 @@ func (s *Store) TouchStaffSession(_ context.Context, tokenHash [32]byte, at time
 	return nil
 }
 
-// DeleteStaffSession implements payoutkit.StaffStore.
+// DeleteStaffSession implements staff.Store.
 func (s *Store) DeleteStaffSession(_ context.Context, tokenHash [32]byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1144,7 +1144,7 @@ func (s *Store) DeleteStaffSession(_ context.Context, tokenHash [32]byte) error 
 	return nil
 }
 
-// PurgeStaffSessions implements payoutkit.StaffStore.
+// PurgeStaffSessions implements staff.Store.
 func (s *Store) PurgeStaffSessions(_ context.Context, idleBefore, createdBefore, failuresBefore time.Time) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1163,7 +1163,7 @@ func (s *Store) PurgeStaffSessions(_ context.Context, idleBefore, createdBefore,
 	return n, nil
 }
 
-// SignInFailures implements payoutkit.StaffStore.
+// SignInFailures implements staff.Store.
 func (s *Store) SignInFailures(_ context.Context, email string) (payoutkit.SignInFailures, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1174,7 +1174,7 @@ func (s *Store) SignInFailures(_ context.Context, email string) (payoutkit.SignI
 	return f, nil
 }
 
-// RecordSignInFailure implements payoutkit.StaffStore.
+// RecordSignInFailure implements staff.Store.
 func (s *Store) RecordSignInFailure(_ context.Context, email string, at time.Time, window time.Duration) (payoutkit.SignInFailures, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1187,7 +1187,7 @@ func (s *Store) RecordSignInFailure(_ context.Context, email string, at time.Tim
 	return f, nil
 }
 
-// ClearSignInFailures implements payoutkit.StaffStore.
+// ClearSignInFailures implements staff.Store.
 func (s *Store) ClearSignInFailures(_ context.Context, email string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

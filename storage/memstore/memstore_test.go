@@ -11,3 +11,7 @@ import (
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(*testing.T) payoutkit.Store { return memstore.New() })
 }
+
+func TestStaffConformance(t *testing.T) {
+	storetest.RunStaff(t, func(*testing.T) storetest.StaffStore { return memstore.New() })
+}

@@ -15,6 +15,11 @@ func TestConformancePostgres(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) payoutkit.Store { return openPostgres(t, pgtest.FreshSchema(t, dsn)) })
 }
 
+func TestStaffConformancePostgres(t *testing.T) {
+	dsn := pgtest.PostgresServer(t)
+	storetest.RunStaff(t, func(t *testing.T) storetest.StaffStore { return openPostgres(t, pgtest.FreshSchema(t, dsn)) })
+}
+
 func openPostgres(t testing.TB, dsn string) *postgres.Store {
 	t.Helper()
 	s, err := postgres.Open(t.Context(), dsn)

@@ -13,6 +13,10 @@ func TestConformanceSQLite(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) payoutkit.Store { return openSQLite(t) })
 }
 
+func TestStaffConformanceSQLite(t *testing.T) {
+	storetest.RunStaff(t, func(t *testing.T) storetest.StaffStore { return openSQLite(t) })
+}
+
 // openSQLite opens a store on a new database file.
 func openSQLite(t testing.TB) *sqlite.Store {
 	t.Helper()

@@ -18,7 +18,7 @@ func testKeyControls(t *testing.T, open Open) {
 	t.Run("Defaults", func(t *testing.T) {
 		e := newEnv(t, open)
 		nw := e.workspace()
-		second := must[payoutkit.NewKey](t)(e.eng.CreateAPIKey(e.ctx, nw.Workspace.ID, payoutkit.ActorCLI))
+		second := must[payoutkit.NewKey](t)(e.eng.CreateAPIKey(e.ctx, nw.Workspace.ID, payoutkit.CreateAPIKeyRequest{}, payoutkit.ActorCLI))
 		if !slices.Equal(second.Scopes, all) || len(second.AllowIPs) != 0 {
 			t.Fatalf("CreateAPIKey's key has scopes %v and allow_ips %v; want %v and none", second.Scopes, second.AllowIPs, all)
 		}
@@ -55,7 +55,7 @@ func testKeyControls(t *testing.T, open Open) {
 			}, []payoutkit.Scope{payoutkit.ScopeOrdersWrite}, []string{"10.0.0.0/8", "203.0.113.7", "2001:db8::/32", "2001:db8::1"}},
 		}
 		for _, c := range cases {
-			nk := must[payoutkit.NewKey](t)(e.eng.CreateAPIKeyWith(e.ctx, ws, c.req, payoutkit.ActorCLI))
+			nk := must[payoutkit.NewKey](t)(e.eng.CreateAPIKey(e.ctx, ws, c.req, payoutkit.ActorCLI))
 			check := func(how string, scopes []payoutkit.Scope, ips []netip.Prefix) {
 				t.Helper()
 				if !slices.Equal(scopes, c.wantScopes) || !slices.Equal(payoutkit.FormatAllowIPs(ips), c.wantIPs) {
@@ -108,11 +108,11 @@ func testKeyControls(t *testing.T, open Open) {
 			{payoutkit.CreateAPIKeyRequest{AllowIPs: []string{"fe80::1%eth0"}}, "allow_ips"},
 			{payoutkit.CreateAPIKeyRequest{AllowIPs: []string{""}}, "allow_ips"},
 		} {
-			_, err := e.eng.CreateAPIKeyWith(e.ctx, nw.Workspace.ID, c.req, payoutkit.ActorCLI)
+			_, err := e.eng.CreateAPIKey(e.ctx, nw.Workspace.ID, c.req, payoutkit.ActorCLI)
 			wantErr(t, err, payoutkit.ErrInvalidInput)
 			pe, ok := errors.AsType[*payoutkit.Error](err)
 			if !ok || len(pe.Fields) == 0 || pe.Fields[0].Field != c.field {
-				t.Fatalf("CreateAPIKeyWith(%+v) = %v; want a 40000 on %s", c.req, err, c.field)
+				t.Fatalf("CreateAPIKey(%+v) = %v; want a 40000 on %s", c.req, err, c.field)
 			}
 		}
 		if after := must[[]payoutkit.APIKey](t)(e.eng.APIKeys(e.ctx, nw.Workspace.ID)); len(after) != len(before) {
@@ -126,7 +126,7 @@ func testKeyControls(t *testing.T, open Open) {
 	t.Run("AllowIPs", func(t *testing.T) {
 		e := newEnv(t, open)
 		nw := e.workspace()
-		nk := must[payoutkit.NewKey](t)(e.eng.CreateAPIKeyWith(e.ctx, nw.Workspace.ID, payoutkit.CreateAPIKeyRequest{
+		nk := must[payoutkit.NewKey](t)(e.eng.CreateAPIKey(e.ctx, nw.Workspace.ID, payoutkit.CreateAPIKeyRequest{
 			Scopes: []payoutkit.Scope{}, AllowIPs: []string{"10.0.0.0/8", "2001:db8::/32"},
 		}, payoutkit.ActorCLI))
 		for _, a := range []string{"10.0.0.1", "10.255.255.255", "::ffff:10.9.8.7", "2001:db8::5"} {
@@ -136,7 +136,7 @@ func testKeyControls(t *testing.T, open Open) {
 		}
 		e2 := newEnv(t, open)
 		nw2 := e2.workspace()
-		nk2 := must[payoutkit.NewKey](t)(e2.eng.CreateAPIKeyWith(e2.ctx, nw2.Workspace.ID, payoutkit.CreateAPIKeyRequest{AllowIPs: []string{"10.0.0.0/8"}}, payoutkit.ActorCLI))
+		nk2 := must[payoutkit.NewKey](t)(e2.eng.CreateAPIKey(e2.ctx, nw2.Workspace.ID, payoutkit.CreateAPIKeyRequest{AllowIPs: []string{"10.0.0.0/8"}}, payoutkit.ActorCLI))
 		for _, a := range []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("11.0.0.1"), netip.MustParseAddr("::1"), {}} {
 			_, err := e2.eng.Authenticate(e2.ctx, nk2.Key, a)
 			wantErr(t, err, payoutkit.ErrForbidden)

@@ -11,6 +11,7 @@ import (
 	"github.com/pquerna/otp/totp"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/staff"
 )
 
 // staffLog is a security log entry of a staff change, as the stores take it.
@@ -34,9 +35,9 @@ func (e *env) logActions(ws string) []string {
 // testStaffSecurity is the conformance suite of section 11's store
 // methods: roles and the last admin, two-factor state, codes used once,
 // the workspace's two-factor rule.
-func testStaffSecurity(t *testing.T, open Open) {
+func testStaffSecurity(t *testing.T, open OpenStaff) {
 	t.Run("RolesAndLastAdmin", func(t *testing.T) {
-		e := newEnv(t, open)
+		e, _ := newStaffEnv(t, open)
 		nw := e.workspace()
 		ws := nw.Workspace.ID
 		u, err := e.store.StaffUser(e.ctx, nw.StaffEmail)
@@ -84,7 +85,7 @@ func testStaffSecurity(t *testing.T, open Open) {
 	})
 
 	t.Run("ConcurrentDemotionsKeepAnAdmin", func(t *testing.T) {
-		e := newEnv(t, open)
+		e, _ := newStaffEnv(t, open)
 		nw := e.workspace()
 		ws := nw.Workspace.ID
 		noErr(t, e.store.InsertStaffUser(e.ctx, payoutkit.StaffUser{WorkspaceID: ws, Email: "second@example.com", PasswordHash: "x",
@@ -123,7 +124,7 @@ func testStaffSecurity(t *testing.T, open Open) {
 	})
 
 	t.Run("TOTPState", func(t *testing.T) {
-		e := newEnv(t, open)
+		e, _ := newStaffEnv(t, open)
 		nw := e.workspace()
 		ws, email := nw.Workspace.ID, nw.StaffEmail
 		// Nothing is used while it is off.
@@ -185,7 +186,7 @@ func testStaffSecurity(t *testing.T, open Open) {
 	})
 
 	t.Run("RequireTwoFactorAndLastSignIn", func(t *testing.T) {
-		e := newEnv(t, open)
+		e, _ := newStaffEnv(t, open)
 		nw := e.workspace()
 		ws := nw.Workspace.ID
 		w, err := e.store.Workspace(e.ctx, ws)
@@ -206,7 +207,7 @@ func testStaffSecurity(t *testing.T, open Open) {
 		if !u.LastSignInAt.IsZero() {
 			t.Fatalf("LastSignInAt = %v before any sign-in", u.LastSignInAt)
 		}
-		ns, err := e.eng.SignInSession(e.ctx, nw.StaffEmail, nw.StaffPassword)
+		ns, err := e.signIn(nw.StaffEmail, nw.StaffPassword)
 		noErr(t, err)
 		u, err = e.store.StaffUser(e.ctx, nw.StaffEmail)
 		noErr(t, err)
@@ -216,64 +217,64 @@ func testStaffSecurity(t *testing.T, open Open) {
 	})
 
 	t.Run("TwoFactorSignIn", func(t *testing.T) {
-		e, clock := newClockedEnv(t, open)
+		e, clock := newStaffEnv(t, open)
 		nw := e.workspace()
-		ns, err := e.eng.SignInSession(e.ctx, nw.StaffEmail, nw.StaffPassword)
+		ns, err := e.signIn(nw.StaffEmail, nw.StaffPassword)
 		noErr(t, err)
-		caller := payoutkit.StaffCaller{Session: ns.Session, ClientAddr: "192.0.2.7"}
-		setup, err := e.eng.TOTPSetup(e.ctx, caller)
+		caller := staff.Caller{Session: ns.Session, ClientAddr: "192.0.2.7"}
+		setup, err := e.team.TOTPSetup(e.ctx, caller)
 		noErr(t, err)
 		code := func() string {
 			c, err := totp.GenerateCodeCustom(setup.Secret, clock.Now(), totp.ValidateOpts{Period: 30, Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1})
 			noErr(t, err)
 			return c
 		}
-		codes, err := e.eng.EnableTOTP(e.ctx, caller, code())
+		codes, err := e.team.EnableTOTP(e.ctx, caller, code())
 		noErr(t, err)
-		if len(codes) != payoutkit.RecoveryCodes {
+		if len(codes) != staff.RecoveryCodes {
 			t.Fatalf("%d recovery codes", len(codes))
 		}
 		// The password alone no longer starts a session.
-		st, err := e.eng.BeginSignIn(e.ctx, nw.StaffEmail, nw.StaffPassword, "192.0.2.7")
+		st, err := e.team.SignIn(e.ctx, nw.StaffEmail, nw.StaffPassword, "192.0.2.7")
 		noErr(t, err)
 		if st.Pending == "" || st.Session.Token != "" {
 			t.Fatalf("BeginSignIn = %+v; want a pending second step", st)
 		}
 		// The code that turned it on was used: the same step is refused.
-		_, err = e.eng.FinishSignIn(e.ctx, st.Pending, code(), "192.0.2.7")
+		_, err = e.team.FinishSignIn(e.ctx, st.Pending, code(), "192.0.2.7")
 		wantErr(t, err, payoutkit.ErrUnauthorized)
 		clock.Add(30 * time.Second)
 		c := code()
-		_, err = e.eng.FinishSignIn(e.ctx, st.Pending, c, "192.0.2.7")
+		_, err = e.team.FinishSignIn(e.ctx, st.Pending, c, "192.0.2.7")
 		noErr(t, err)
-		_, err = e.eng.FinishSignIn(e.ctx, st.Pending, c, "192.0.2.7")
+		_, err = e.team.FinishSignIn(e.ctx, st.Pending, c, "192.0.2.7")
 		wantErr(t, err, payoutkit.ErrUnauthorized)
 		// A recovery code works once.
-		_, err = e.eng.FinishSignIn(e.ctx, st.Pending, codes[0], "192.0.2.7")
+		_, err = e.team.FinishSignIn(e.ctx, st.Pending, codes[0], "192.0.2.7")
 		noErr(t, err)
-		_, err = e.eng.FinishSignIn(e.ctx, st.Pending, codes[0], "192.0.2.7")
+		_, err = e.team.FinishSignIn(e.ctx, st.Pending, codes[0], "192.0.2.7")
 		wantErr(t, err, payoutkit.ErrUnauthorized)
 		// An altered or expired pending state is refused.
 		clock.Add(30 * time.Second)
-		_, err = e.eng.FinishSignIn(e.ctx, st.Pending+"x", code(), "")
+		_, err = e.team.FinishSignIn(e.ctx, st.Pending+"x", code(), "")
 		wantErr(t, err, payoutkit.ErrUnauthorized)
 		clock.Add(10 * time.Minute)
-		_, err = e.eng.FinishSignIn(e.ctx, st.Pending, code(), "")
+		_, err = e.team.FinishSignIn(e.ctx, st.Pending, code(), "")
 		wantErr(t, err, payoutkit.ErrUnauthorized)
 		// Wrong codes count toward the sign-in limit: the failures above
 		// and three more lock the e-mail, even with a right code.
-		st, err = e.eng.BeginSignIn(e.ctx, nw.StaffEmail, nw.StaffPassword, "")
+		st, err = e.team.SignIn(e.ctx, nw.StaffEmail, nw.StaffPassword, "")
 		noErr(t, err)
 		for range 5 {
-			_, err = e.eng.FinishSignIn(e.ctx, st.Pending, "000000", "")
-			if _, locked := errors.AsType[*payoutkit.SignInLockedError](err); locked {
+			_, err = e.team.FinishSignIn(e.ctx, st.Pending, "000000", "")
+			if _, locked := errors.AsType[*staff.SignInLockedError](err); locked {
 				break
 			}
 			wantErr(t, err, payoutkit.ErrUnauthorized)
 		}
 		clock.Add(30 * time.Second)
-		_, err = e.eng.FinishSignIn(e.ctx, st.Pending, code(), "")
-		if _, locked := errors.AsType[*payoutkit.SignInLockedError](err); !locked {
+		_, err = e.team.FinishSignIn(e.ctx, st.Pending, code(), "")
+		if _, locked := errors.AsType[*staff.SignInLockedError](err); !locked {
 			t.Fatalf("after wrong codes, err = %v; want the sign-in locked", err)
 		}
 		// Each outcome is in the security log, never a code.
@@ -288,7 +289,7 @@ func testStaffSecurity(t *testing.T, open Open) {
 				}
 			}
 		}
-		for _, a := range []string{payoutkit.ActionTwoFactorOn, payoutkit.ActionSignInSucceeded, payoutkit.ActionSignInFailed, payoutkit.ActionSignInThrottled} {
+		for _, a := range []string{staff.ActionTwoFactorOn, staff.ActionSignInSucceeded, staff.ActionSignInFailed, staff.ActionSignInThrottled} {
 			if !seen[a] {
 				t.Errorf("the security log has no %s entry", a)
 			}

@@ -40,8 +40,6 @@ func Run(t *testing.T, open Open) {
 	t.Run("Customers", func(t *testing.T) { testCustomers(t, open) })
 	t.Run("Lists", func(t *testing.T) { testLists(t, open) })
 	t.Run("Settlement", func(t *testing.T) { testSettlement(t, open) })
-	t.Run("Staff", func(t *testing.T) { testStaff(t, open) })
-	t.Run("StaffSecurity", func(t *testing.T) { testStaffSecurity(t, open) })
 	t.Run("Controls", func(t *testing.T) { testControls(t, open) })
 	t.Run("PayoutsPerDay", func(t *testing.T) { testPayoutsPerDay(t, open) })
 	t.Run("PayoutDayCounters", func(t *testing.T) { testPayoutDayCounters(t, open) })

@@ -84,7 +84,7 @@ func (o *Ops) SwapWebhookSecret(ctx context.Context, workspaceID, old, next stri
 	return nil
 }
 
-// StaffUser implements payoutkit.WorkspaceStore.
+// StaffUser implements staff.Store.
 func (o *Ops) StaffUser(ctx context.Context, email string) (payoutkit.StaffUser, error) {
 	u, err := ScanStaffUser(o.w.Reader().QueryRowContext(ctx, `SELECT `+StaffUserCols+` FROM staff_users WHERE email = $1`, email))
 	if err != nil {
@@ -188,7 +188,7 @@ func (o *Ops) TouchAPIKey(ctx context.Context, prefix string, at time.Time) erro
 // Staff users, sessions and sign-in failures are administrative writes: they
 // run on the writer outside the group committer, as workspaces and keys do.
 
-// InsertStaffUser implements payoutkit.StaffStore.
+// InsertStaffUser implements staff.Store.
 func (o *Ops) InsertStaffUser(ctx context.Context, u payoutkit.StaffUser, log payoutkit.SecurityLogEntry) error {
 	ctx = o.c.Detach(ctx)
 	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
@@ -200,7 +200,7 @@ func (o *Ops) InsertStaffUser(ctx context.Context, u payoutkit.StaffUser, log pa
 	return o.c.Translate(ctx, "insert staff user", err)
 }
 
-// DeleteStaffUser implements payoutkit.StaffStore.
+// DeleteStaffUser implements staff.Store.
 func (o *Ops) DeleteStaffUser(ctx context.Context, workspaceID, email string, log payoutkit.SecurityLogEntry) (int, error) {
 	deleted := 0
 	ctx = o.c.Detach(ctx)
@@ -245,7 +245,7 @@ func (o *Ops) DeleteStaffUser(ctx context.Context, workspaceID, email string, lo
 	return deleted, nil
 }
 
-// SetStaffPassword implements payoutkit.StaffStore.
+// SetStaffPassword implements staff.Store.
 func (o *Ops) SetStaffPassword(ctx context.Context, email, passwordHash string, keep [32]byte) error {
 	ctx = o.c.Detach(ctx)
 	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
@@ -262,7 +262,7 @@ func (o *Ops) SetStaffPassword(ctx context.Context, email, passwordHash string, 
 	return o.c.Translate(ctx, "set staff password", err)
 }
 
-// InsertStaffSession implements payoutkit.StaffStore. A session of an
+// InsertStaffSession implements staff.Store. A session of an
 // unknown user, or of a user of another workspace, is ErrNotFound.
 func (o *Ops) InsertStaffSession(ctx context.Context, ss payoutkit.StaffSession) error {
 	ctx = o.c.Detach(ctx)
@@ -282,7 +282,7 @@ func (o *Ops) InsertStaffSession(ctx context.Context, ss payoutkit.StaffSession)
 	return o.c.Translate(ctx, "insert staff session", err)
 }
 
-// StaffSession implements payoutkit.StaffStore.
+// StaffSession implements staff.Store.
 func (o *Ops) StaffSession(ctx context.Context, tokenHash [32]byte) (payoutkit.StaffSession, error) {
 	ss, err := ScanSession(o.w.Reader().QueryRowContext(ctx, `SELECT `+SessionCols+` FROM staff_sessions WHERE token_hash = $1`, tokenHash[:]))
 	if err != nil {
@@ -291,7 +291,7 @@ func (o *Ops) StaffSession(ctx context.Context, tokenHash [32]byte) (payoutkit.S
 	return ss, nil
 }
 
-// TouchStaffSession implements payoutkit.StaffStore. last_seen_at only moves
+// TouchStaffSession implements staff.Store. last_seen_at only moves
 // forward, whatever order concurrent requests touch it in.
 func (o *Ops) TouchStaffSession(ctx context.Context, tokenHash [32]byte, at time.Time) error {
 	_, err := o.w.Admin().ExecContext(ctx, `UPDATE staff_sessions SET last_seen_at = $2 WHERE token_hash = $1 AND last_seen_at < $2`,
@@ -299,13 +299,13 @@ func (o *Ops) TouchStaffSession(ctx context.Context, tokenHash [32]byte, at time
 	return o.c.Translate(ctx, "touch staff session", err)
 }
 
-// DeleteStaffSession implements payoutkit.StaffStore.
+// DeleteStaffSession implements staff.Store.
 func (o *Ops) DeleteStaffSession(ctx context.Context, tokenHash [32]byte) error {
 	_, err := o.w.Admin().ExecContext(ctx, `DELETE FROM staff_sessions WHERE token_hash = $1`, tokenHash[:])
 	return o.c.Translate(ctx, "delete staff session", err)
 }
 
-// PurgeStaffSessions implements payoutkit.StaffStore.
+// PurgeStaffSessions implements staff.Store.
 func (o *Ops) PurgeStaffSessions(ctx context.Context, idleBefore, createdBefore, failuresBefore time.Time) (int, error) {
 	var purged int
 	ctx = o.c.Detach(ctx)
@@ -329,7 +329,7 @@ func (o *Ops) PurgeStaffSessions(ctx context.Context, idleBefore, createdBefore,
 	return purged, nil
 }
 
-// SignInFailures implements payoutkit.StaffStore.
+// SignInFailures implements staff.Store.
 func (o *Ops) SignInFailures(ctx context.Context, email string) (payoutkit.SignInFailures, error) {
 	f := payoutkit.SignInFailures{Email: email}
 	err := o.w.Reader().QueryRowContext(ctx, `SELECT failures, window_start FROM signin_failures WHERE email = $1`, email).
@@ -353,7 +353,7 @@ const recordSignInFailureSQL = `INSERT INTO signin_failures (email, failures, wi
 		window_start = CASE WHEN signin_failures.window_start > $3 THEN signin_failures.window_start ELSE EXCLUDED.window_start END
 	RETURNING failures, window_start`
 
-// RecordSignInFailure implements payoutkit.StaffStore.
+// RecordSignInFailure implements staff.Store.
 func (o *Ops) RecordSignInFailure(ctx context.Context, email string, at time.Time, window time.Duration) (payoutkit.SignInFailures, error) {
 	f := payoutkit.SignInFailures{Email: email}
 	err := o.w.Admin().QueryRowContext(ctx, recordSignInFailureSQL, email, o.c.TS(at), o.c.TS(at.Add(-window))).
@@ -364,7 +364,7 @@ func (o *Ops) RecordSignInFailure(ctx context.Context, email string, at time.Tim
 	return f, nil
 }
 
-// ClearSignInFailures implements payoutkit.StaffStore.
+// ClearSignInFailures implements staff.Store.
 func (o *Ops) ClearSignInFailures(ctx context.Context, email string) error {
 	_, err := o.w.Admin().ExecContext(ctx, `DELETE FROM signin_failures WHERE email = $1`, email)
 	return o.c.Translate(ctx, "clear sign-in failures", err)

@@ -60,7 +60,7 @@ func (o *Ops) keepAnAdmin(ctx context.Context, tx *sql.Tx, workspaceID, email st
 	return nil
 }
 
-// StaffUsers implements payoutkit.StaffStore.
+// StaffUsers implements staff.Store.
 func (o *Ops) StaffUsers(ctx context.Context, workspaceID string) ([]payoutkit.StaffUser, error) {
 	rows, err := o.w.Reader().QueryContext(ctx, `SELECT `+StaffUserCols+` FROM staff_users WHERE workspace_id = $1 ORDER BY email`, workspaceID)
 	if err != nil {
@@ -70,7 +70,7 @@ func (o *Ops) StaffUsers(ctx context.Context, workspaceID string) ([]payoutkit.S
 	return list, o.c.Translate(ctx, "staff users", err)
 }
 
-// SetStaffRole implements payoutkit.StaffStore.
+// SetStaffRole implements staff.Store.
 func (o *Ops) SetStaffRole(ctx context.Context, workspaceID, email string, role payoutkit.Role, log payoutkit.SecurityLogEntry) error {
 	ctx = o.c.Detach(ctx)
 	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
@@ -94,7 +94,7 @@ func (o *Ops) SetStaffRole(ctx context.Context, workspaceID, email string, role 
 	return o.c.Translate(ctx, "set staff role", err)
 }
 
-// SetStaffTOTP implements payoutkit.StaffStore.
+// SetStaffTOTP implements staff.Store.
 func (o *Ops) SetStaffTOTP(ctx context.Context, email string, t payoutkit.StaffTOTP, log *payoutkit.SecurityLogEntry) error {
 	ctx = o.c.Detach(ctx)
 	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
@@ -122,7 +122,7 @@ func (o *Ops) SetStaffTOTP(ctx context.Context, email string, t payoutkit.StaffT
 	return o.c.Translate(ctx, "set staff totp", err)
 }
 
-// UseTOTPStep implements payoutkit.StaffStore: one conditional UPDATE.
+// UseTOTPStep implements staff.Store: one conditional UPDATE.
 func (o *Ops) UseTOTPStep(ctx context.Context, email string, step int64) error {
 	res, err := o.w.Admin().ExecContext(ctx, `UPDATE staff_users SET totp_last_step = $2
 		WHERE email = $1 AND totp_secret <> '' AND totp_last_step < $2`, email, step)
@@ -132,7 +132,7 @@ func (o *Ops) UseTOTPStep(ctx context.Context, email string, step int64) error {
 	return MustAffect(res, payoutkit.ErrConflict)
 }
 
-// UseRecoveryCode implements payoutkit.StaffStore.
+// UseRecoveryCode implements staff.Store.
 func (o *Ops) UseRecoveryCode(ctx context.Context, email string, hash [32]byte) error {
 	res, err := o.w.Admin().ExecContext(ctx, `DELETE FROM staff_recovery_codes WHERE staff_email = $1 AND code_hash = $2`, email, hash[:])
 	if err != nil {
@@ -141,7 +141,7 @@ func (o *Ops) UseRecoveryCode(ctx context.Context, email string, hash [32]byte) 
 	return MustAffect(res, payoutkit.ErrNotFound)
 }
 
-// SetRequireTwoFactor implements payoutkit.StaffStore.
+// SetRequireTwoFactor implements staff.Store.
 func (o *Ops) SetRequireTwoFactor(ctx context.Context, workspaceID string, on bool, log payoutkit.SecurityLogEntry) error {
 	ctx = o.c.Detach(ctx)
 	err := o.w.InTx(ctx, func(tx *sql.Tx) error {

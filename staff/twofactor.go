@@ -1,4 +1,4 @@
-package payoutkit
+package staff
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/payoutkit/payoutkit"
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
 )
@@ -22,17 +23,7 @@ import (
 // expired, was altered, or whose user changed their password or two-factor
 // secret since: the sign-in starts again with the password. It matches
 // ErrUnauthorized.
-var ErrSignInExpired = newError(ErrUnauthorized, "the sign-in expired; sign in again")
-
-// StaffTOTP is a staff user's two-factor sign-in state as the store keeps
-// it (Store.SetStaffTOTP): the sealed secrets, the last accepted step and
-// the SHA-256 of each unused recovery code.
-type StaffTOTP struct {
-	Secret         string
-	Pending        string
-	LastStep       int64
-	RecoveryHashes [][32]byte
-}
+var ErrSignInExpired = payoutkit.NewError(payoutkit.CodeUnauthorized, "the sign-in expired; sign in again", nil)
 
 // The parameters of two-factor sign-in (contract, section 11): RFC 6238
 // with SHA-1, 6 digits, 30-second steps, one step of drift either way.
@@ -53,37 +44,37 @@ type TOTPSetup struct {
 
 // sealTOTP seals a user's TOTP secret as webhook secrets are sealed, bound
 // to the user's e-mail.
-func (e *Engine) sealTOTP(email, secret string) (string, error) {
-	return e.keys.Seal("totp:"+email, secret)
+func (t *Team) sealTOTP(email, secret string) (string, error) {
+	return t.keys.Seal("totp:"+email, secret)
 }
 
-func (e *Engine) openTOTP(email, stored string) (string, error) {
-	return e.keys.Open("totp:"+email, stored)
+func (t *Team) openTOTP(email, stored string) (string, error) {
+	return t.keys.Open("totp:"+email, stored)
 }
 
 // TOTPSetup returns the secret the caller turns two-factor sign-in on with,
 // making one (kept sealed in the store until a code confirms it) when none
 // is offered yet. A user who has it on already is ErrConflict.
-func (e *Engine) TOTPSetup(ctx context.Context, c StaffCaller) (TOTPSetup, error) {
-	u, err := e.Authorize(ctx, c, RoleViewer)
+func (t *Team) TOTPSetup(ctx context.Context, c Caller) (TOTPSetup, error) {
+	u, err := t.user(ctx, c, payoutkit.RoleViewer)
 	if err != nil {
 		return TOTPSetup{}, err
 	}
 	if u.TwoFactor() {
-		return TOTPSetup{}, errConflict("two-factor sign-in is already on")
+		return TOTPSetup{}, errorOf(payoutkit.ErrConflict, "two-factor sign-in is already on")
 	}
 	secret := ""
 	if u.TOTPPending != "" {
-		if secret, err = e.openTOTP(u.Email, u.TOTPPending); err != nil {
+		if secret, err = t.openTOTP(u.Email, u.TOTPPending); err != nil {
 			return TOTPSetup{}, err
 		}
 	} else {
 		secret = newTOTPSecret()
-		sealed, err := e.sealTOTP(u.Email, secret)
+		sealed, err := t.sealTOTP(u.Email, secret)
 		if err != nil {
 			return TOTPSetup{}, err
 		}
-		if err := e.store.SetStaffTOTP(ctx, u.Email, StaffTOTP{Pending: sealed, LastStep: u.TOTPLastStep}, nil); err != nil {
+		if err := t.store.SetStaffTOTP(ctx, u.Email, payoutkit.StaffTOTP{Pending: sealed, LastStep: u.TOTPLastStep}, nil); err != nil {
 			return TOTPSetup{}, err
 		}
 	}
@@ -113,22 +104,22 @@ func totpURL(email, secret string) string {
 // TOTPSetup offered, once code is a current code of it, and returns the 10
 // recovery codes, shown once (the store keeps their SHA-256). A wrong code
 // is a 40000 on code and changes nothing.
-func (e *Engine) EnableTOTP(ctx context.Context, c StaffCaller, code string) ([]string, error) {
-	u, err := e.Authorize(ctx, c, RoleViewer)
+func (t *Team) EnableTOTP(ctx context.Context, c Caller, code string) ([]string, error) {
+	u, err := t.user(ctx, c, payoutkit.RoleViewer)
 	if err != nil {
 		return nil, err
 	}
 	if u.TwoFactor() {
-		return nil, errConflict("two-factor sign-in is already on")
+		return nil, errorOf(payoutkit.ErrConflict, "two-factor sign-in is already on")
 	}
 	if u.TOTPPending == "" {
 		return nil, invalidField("code", "has no secret to confirm: reload the security page")
 	}
-	secret, err := e.openTOTP(u.Email, u.TOTPPending)
+	secret, err := t.openTOTP(u.Email, u.TOTPPending)
 	if err != nil {
 		return nil, err
 	}
-	step, ok := matchTOTP(secret, normalizeCode(code), e.clock())
+	step, ok := matchTOTP(secret, normalizeCode(code), t.clock())
 	if !ok || step <= u.TOTPLastStep {
 		return nil, invalidField("code", "is not the current code of this secret")
 	}
@@ -138,8 +129,8 @@ func (e *Engine) EnableTOTP(ctx context.Context, c StaffCaller, code string) ([]
 		codes[i] = newRecoveryCode()
 		hashes[i] = recoveryHash(codes[i])
 	}
-	log := logEntry(u.WorkspaceID, e.clock(), ActionTwoFactorOn, c.actor(), map[string]string{"email": u.Email})
-	if err := e.store.SetStaffTOTP(ctx, u.Email, StaffTOTP{Secret: u.TOTPPending, LastStep: step, RecoveryHashes: hashes}, &log); err != nil {
+	log := logEntry(u.WorkspaceID, t.clock(), ActionTwoFactorOn, c.Actor(), map[string]string{"email": u.Email})
+	if err := t.store.SetStaffTOTP(ctx, u.Email, payoutkit.StaffTOTP{Secret: u.TOTPPending, LastStep: step, RecoveryHashes: hashes}, &log); err != nil {
 		return nil, err
 	}
 	return codes, nil
@@ -147,50 +138,50 @@ func (e *Engine) EnableTOTP(ctx context.Context, c StaffCaller, code string) ([]
 
 // DisableTOTP turns two-factor sign-in off for the caller, who confirms it
 // with a current code (or a recovery code). A wrong code is a 40000 on code.
-func (e *Engine) DisableTOTP(ctx context.Context, c StaffCaller, code string) error {
-	u, err := e.Authorize(ctx, c, RoleViewer)
+func (t *Team) DisableTOTP(ctx context.Context, c Caller, code string) error {
+	u, err := t.user(ctx, c, payoutkit.RoleViewer)
 	if err != nil {
 		return err
 	}
 	if !u.TwoFactor() {
-		return errConflict("two-factor sign-in is already off")
+		return errorOf(payoutkit.ErrConflict, "two-factor sign-in is already off")
 	}
-	now := e.clock()
-	f, err := e.store.SignInFailures(ctx, u.Email)
+	now := t.clock()
+	f, err := t.store.SignInFailures(ctx, u.Email)
 	if err != nil {
 		return err
 	}
-	if lerr := e.locked(f, now); lerr != nil {
+	if lerr := t.locked(f, now); lerr != nil {
 		return invalidField("code", "cannot be tried now: "+lerr.Error())
 	}
-	ok, err := e.useCode(ctx, u, code)
+	ok, err := t.useCode(ctx, u, code)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		// Counted as a sign-in failure: no path guesses codes faster.
-		if _, err := e.store.RecordSignInFailure(ctx, u.Email, now, e.signInWindow); err != nil {
+		if _, err := t.store.RecordSignInFailure(ctx, u.Email, now, t.cfg.SignInWindow); err != nil {
 			return err
 		}
 		return invalidField("code", "is wrong or was already used")
 	}
-	log := logEntry(u.WorkspaceID, e.clock(), ActionTwoFactorOff, c.actor(), map[string]string{"email": u.Email})
-	return e.store.SetStaffTOTP(ctx, u.Email, StaffTOTP{LastStep: u.TOTPLastStep}, &log)
+	log := logEntry(u.WorkspaceID, t.clock(), ActionTwoFactorOff, c.Actor(), map[string]string{"email": u.Email})
+	return t.store.SetStaffTOTP(ctx, u.Email, payoutkit.StaffTOTP{LastStep: u.TOTPLastStep}, &log)
 }
 
 // ResetTOTP turns two-factor sign-in off for the workspace's staff user
 // with the given e-mail, who lost their device, and records it in the
 // security log as by's. An unknown user is ErrNotFound.
-func (e *Engine) ResetTOTP(ctx context.Context, workspaceID, email string, by Actor) error {
+func (t *Team) ResetTOTP(ctx context.Context, workspaceID, email string, by payoutkit.Actor) error {
 	email = strings.ToLower(strings.TrimSpace(email))
-	u, err := e.store.StaffUser(ctx, email)
-	if errors.Is(err, ErrNotFound) || err == nil && u.WorkspaceID != workspaceID {
+	u, err := t.store.StaffUser(ctx, email)
+	if errors.Is(err, payoutkit.ErrNotFound) || err == nil && u.WorkspaceID != workspaceID {
 		return errNotFound("staff user")
 	} else if err != nil {
 		return err
 	}
-	log := logEntry(workspaceID, e.clock(), ActionTwoFactorReset, by, map[string]string{"email": email})
-	if err := e.store.SetStaffTOTP(ctx, email, StaffTOTP{LastStep: u.TOTPLastStep}, &log); errors.Is(err, ErrNotFound) {
+	log := logEntry(workspaceID, t.clock(), ActionTwoFactorReset, by, map[string]string{"email": email})
+	if err := t.store.SetStaffTOTP(ctx, email, payoutkit.StaffTOTP{LastStep: u.TOTPLastStep}, &log); errors.Is(err, payoutkit.ErrNotFound) {
 		return errNotFound("staff user")
 	} else if err != nil {
 		return err
@@ -199,19 +190,19 @@ func (e *Engine) ResetTOTP(ctx context.Context, workspaceID, email string, by Ac
 }
 
 // FinishSignIn is the second step of a sign-in with two-factor sign-in on:
-// pending is BeginSignIn's state and code a current code (accepted once)
+// pending is SignIn's pending state and code a current code (accepted once)
 // or an unused recovery code (used up). A wrong code is ErrUnauthorized and
 // counts toward the e-mail's sign-in limit, as a wrong password does; an
 // expired or altered pending state is ErrUnauthorized; a locked e-mail is a
 // *SignInLockedError.
-func (e *Engine) FinishSignIn(ctx context.Context, pending, code, clientAddr string) (NewSession, error) {
+func (t *Team) FinishSignIn(ctx context.Context, pending, code, clientAddr string) (NewSession, error) {
 	email, expires, ok := parsePending(pending)
 	if !ok {
 		return NewSession{}, ErrSignInExpired
 	}
-	now := e.clock()
-	u, err := e.store.StaffUser(ctx, email)
-	if errors.Is(err, ErrNotFound) {
+	now := t.clock()
+	u, err := t.store.StaffUser(ctx, email)
+	if errors.Is(err, payoutkit.ErrNotFound) {
 		return NewSession{}, ErrSignInExpired
 	} else if err != nil {
 		return NewSession{}, err
@@ -219,27 +210,27 @@ func (e *Engine) FinishSignIn(ctx context.Context, pending, code, clientAddr str
 	if !now.Before(expires) || !u.TwoFactor() || !hmac.Equal([]byte(pending), []byte(pendingToken(u, expires))) {
 		return NewSession{}, ErrSignInExpired
 	}
-	if err := e.checkLock(ctx, email, now, clientAddr); err != nil {
+	if err := t.checkLock(ctx, email, now, clientAddr); err != nil {
 		return NewSession{}, err
 	}
-	ok, err = e.useCode(ctx, u, code)
+	ok, err = t.useCode(ctx, u, code)
 	if err != nil {
 		return NewSession{}, err
 	}
 	if !ok {
-		if err := e.signInFailed(ctx, email, now, clientAddr, "code"); err != nil {
+		if err := t.signInFailed(ctx, email, now, clientAddr, "code"); err != nil {
 			return NewSession{}, err
 		}
-		return NewSession{}, newError(ErrUnauthorized, "wrong code")
+		return NewSession{}, errorOf(payoutkit.ErrUnauthorized, "wrong code")
 	}
-	if err := e.store.ClearSignInFailures(ctx, email); err != nil {
+	if err := t.store.ClearSignInFailures(ctx, email); err != nil {
 		return NewSession{}, err
 	}
-	ns, err := e.startSession(ctx, u, now)
+	ns, err := t.startSession(ctx, u, now)
 	if err != nil {
 		return NewSession{}, err
 	}
-	e.logSignIn(ctx, u, ActionSignInSucceeded, clientAddr, map[string]string{"method": "password+totp"})
+	t.logSignIn(ctx, u, ActionSignInSucceeded, clientAddr, map[string]string{"method": "password+totp"})
 	return ns, nil
 }
 
@@ -248,7 +239,7 @@ func (e *Engine) FinishSignIn(ctx context.Context, pending, code, clientAddr str
 // secret, so that it needs no storage, works on every instance, cannot be
 // made without the database's secrets, and stops working when the password
 // or the two-factor secret changes.
-func pendingToken(u StaffUser, expires time.Time) string {
+func pendingToken(u payoutkit.StaffUser, expires time.Time) string {
 	body := base64.RawURLEncoding.EncodeToString([]byte(u.Email)) + "." + strconv.FormatInt(expires.UnixMicro(), 10)
 	key := sha256.Sum256([]byte("payoutkit sign-in pending v1\x00" + u.PasswordHash + "\x00" + u.TOTPSecret))
 	mac := hmac.New(sha256.New, key[:])
@@ -277,16 +268,16 @@ func parsePending(s string) (email string, expires time.Time, ok bool) {
 
 // useCode accepts a current TOTP code (once) or an unused recovery code
 // (using it up) of u.
-func (e *Engine) useCode(ctx context.Context, u StaffUser, code string) (bool, error) {
+func (t *Team) useCode(ctx context.Context, u payoutkit.StaffUser, code string) (bool, error) {
 	code = normalizeCode(code)
 	if len(code) == 6 {
-		return e.useTOTP(ctx, u, code)
+		return t.useTOTP(ctx, u, code)
 	}
 	if code == "" || len(code) > 64 {
 		return false, nil
 	}
-	err := e.store.UseRecoveryCode(ctx, u.Email, recoveryHash(code))
-	if errors.Is(err, ErrNotFound) {
+	err := t.store.UseRecoveryCode(ctx, u.Email, recoveryHash(code))
+	if errors.Is(err, payoutkit.ErrNotFound) {
 		return false, nil
 	}
 	return err == nil, err
@@ -294,17 +285,17 @@ func (e *Engine) useCode(ctx context.Context, u StaffUser, code string) (bool, e
 
 // useTOTP accepts a current TOTP code of u whose step is later than the
 // last one accepted, and records its step, on every instance at once.
-func (e *Engine) useTOTP(ctx context.Context, u StaffUser, code string) (bool, error) {
-	secret, err := e.openTOTP(u.Email, u.TOTPSecret)
+func (t *Team) useTOTP(ctx context.Context, u payoutkit.StaffUser, code string) (bool, error) {
+	secret, err := t.openTOTP(u.Email, u.TOTPSecret)
 	if err != nil {
 		return false, err
 	}
-	step, ok := matchTOTP(secret, code, e.clock())
+	step, ok := matchTOTP(secret, code, t.clock())
 	if !ok || step <= u.TOTPLastStep {
 		return false, nil
 	}
-	err = e.store.UseTOTPStep(ctx, u.Email, step)
-	if errors.Is(err, ErrConflict) {
+	err = t.store.UseTOTPStep(ctx, u.Email, step)
+	if errors.Is(err, payoutkit.ErrConflict) {
 		return false, nil // used meanwhile, or turned off
 	}
 	return err == nil, err

@@ -1,4 +1,4 @@
-package payoutkit
+package random
 
 import (
 	"strings"
@@ -15,7 +15,7 @@ func TestTimeOrderedID(t *testing.T) {
 		if i%3 == 0 {
 			at = at.Add(time.Duration(i%7) * time.Duration(i) * time.Millisecond)
 		}
-		id := timeOrderedID(at)
+		id := TimeOrderedID(at)
 		if len(id) != 24 || strings.Trim(id, sortedBase62) != "" {
 			t.Fatalf("id %q: want 24 characters of [0-9A-Za-z]", id)
 		}
@@ -29,11 +29,11 @@ func TestTimeOrderedID(t *testing.T) {
 		prev = id
 	}
 	// The prefix is the time's milliseconds, in order across decades.
-	a, b := timeOrderedID(time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC)), timeOrderedID(time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC))
+	a, b := TimeOrderedID(time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC)), TimeOrderedID(time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC))
 	if a[:8] >= b[:8] {
 		t.Fatalf("%q does not sort before %q", a, b)
 	}
-	if got := timeOrderedID(time.Unix(0, 0))[:8]; got != "00000000" {
+	if got := TimeOrderedID(time.Unix(0, 0))[:8]; got != "00000000" {
 		t.Fatalf("the epoch's prefix is %q", got)
 	}
 }
