@@ -44,8 +44,8 @@ type DeliveryConfig struct {
 	// Concurrency is how many deliveries run at once, and separately how
 	// many hand-offs. A slow receiver occupies one of them for at most the
 	// notifier's timeout. A worker waits for its attempt's commit, which
-	// under a payout load is tens of milliseconds, so it takes many workers
-	// to keep pace with the payouts. Defaults to 256.
+	// under a payout load shares a group commit with the payouts', so it
+	// takes many workers to keep pace with the payouts. Defaults to 256.
 	Concurrency int
 	// MaxPerWorkspace is how many of those deliveries may go to one
 	// workspace at once, so that a receiver that hangs leaves workers to

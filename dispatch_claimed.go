@@ -16,9 +16,9 @@ type claimedEvent struct {
 
 // claimReads reads each workspace once for all the events of one claim:
 // under load a claim brings many events of one workspace, and a read per
-// event was half of a delivery's CPU. The reads still happen after the
-// claim returned, as they did event by event, so no event is signed or sent
-// with settings older than its claim.
+// event was a large part of a delivery's work. The reads still happen
+// after the claim returned, as they did event by event, so no event
+// is signed or sent with settings older than its claim.
 type claimReads struct {
 	mu   sync.Mutex
 	byID map[string]*workspaceRead

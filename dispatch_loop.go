@@ -76,10 +76,10 @@ func runLeased[T any](ctx context.Context, d *dispatcher, l leased[T]) {
 	maxHeldBack := limit
 	defer wg.Wait()
 	defer close(jobs)
-	// Workers outlive their jobs: a goroutine per job started with a small
-	// stack and grew it, copying, through the store's deep calls every time
-	// (5% of the server's CPU under the payout load). They are started as
-	// the work needs them, up to limit, and end with run.
+	// Workers outlive their jobs: a goroutine per job would start with a
+	// small stack and grow it, copying, through the store's deep calls every
+	// time. They are started as the work needs them, up to limit, and end
+	// with run.
 	start := func(j job[T]) {
 		running[j.key] = j
 		perTenant[j.tenant]++

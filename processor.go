@@ -70,10 +70,9 @@ type PayoutLease struct {
 
 // freshLease is how long a claimed payout's copy stands for the stored
 // payout in HandOffPayout. The hand-off loop hands a payout over moments
-// after its claim read it, and reading it once more cost a point read per
-// payout (8% of the server's CPU per payout on SQLite); a payout handed over
-// later (a processor that said "not due", a claim that waited for a worker)
-// is read again.
+// after its claim read it, and reading it once more would cost a point read
+// per payout for nothing new; a payout handed over later (a processor that
+// said "not due", a claim that waited for a worker) is read again.
 const freshLease = time.Second
 
 // Lease reserves a new payout's hand-off and its first event to the engine

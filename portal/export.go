@@ -4,7 +4,9 @@ import (
 	"encoding/csv"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/payoutkit/payoutkit"
 )
@@ -148,8 +150,10 @@ func streamCSV[T any](h *Handler, w http.ResponseWriter, r *request, name string
 }
 
 // neutralise keeps a cell from being read as a formula by a spreadsheet: a
-// cell starting with =, +, -, @, a tab or a carriage return gets a leading
-// apostrophe (contract, section 11).
+// cell starting with =, +, -, @, a tab or a carriage return (contract,
+// section 11), or whose first character after leading blanks is =, +, - or
+// @, gets a leading apostrophe. The blanks count because an import that
+// trims them (LibreOffice's "trim spaces") would otherwise run " =1+2".
 func neutralise(cell string) string {
 	if cell == "" {
 		return cell
@@ -158,7 +162,22 @@ func neutralise(cell string) string {
 	case '=', '+', '-', '@', '\t', '\r':
 		return "'" + cell
 	}
+	if t := strings.TrimLeftFunc(cell, csvBlank); t != "" {
+		switch t[0] {
+		case '=', '+', '-', '@':
+			return "'" + cell
+		}
+	}
 	return cell
+}
+
+// csvBlank reports whether a spreadsheet may trim r from the start of a
+// cell: white space (NBSP and the ideographic space included), control
+// characters, and invisible format characters such as a zero-width space
+// or a byte-order mark. It errs wide: a cell it wrongly takes for a
+// formula only gains an apostrophe.
+func csvBlank(r rune) bool {
+	return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
 }
 
 // csvTime writes a time as the API does (RFC 3339, UTC), or nothing for

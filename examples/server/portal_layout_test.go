@@ -12,8 +12,8 @@ import (
 )
 
 // EnvScreenshots names a directory (relative to the module's root, e.g.
-// "docs") where the browser tests write the portal's screenshots that the
-// README shows; unset, they write none.
+// "docs") where the browser tests write the portal's screenshots that
+// docs/PORTAL.md and the README show; unset, they write none.
 const EnvScreenshots = "PAYOUTKIT_SCREENSHOTS"
 
 // screenWidths are the window widths every portal page must fit: a small
@@ -269,7 +269,7 @@ func TestPortalConfirmationInBrowser(t *testing.T) {
 	}
 }
 
-// TestPortalScreenshots writes the README's screenshots of the portal at a
+// TestPortalScreenshots writes the portal's screenshots (docs/PORTAL.md) at a
 // phone's and a laptop's width when $PAYOUTKIT_SCREENSHOTS names a
 // directory: PAYOUTKIT_SCREENSHOTS=docs go test -run TestPortalScreenshots ./examples/server
 func TestPortalScreenshots(t *testing.T) {

@@ -313,7 +313,8 @@ func newOps(w writer) sqlcore.Ops {
 		// A role change or a removal counts the workspace's admins after
 		// this lock: two demotions on two instances cannot both see the
 		// other admin. NO KEY UPDATE leaves the foreign-key checks of the
-		// workspace's payouts and orders alone.
+		// workspace's orders alone (its payouts have none since migration
+		// 0015).
 		WorkspaceLockSQL: `SELECT 1 FROM workspaces WHERE id = $1 FOR NO KEY UPDATE`,
 		// Every change of a workspace's 24-hour window (a create judged by
 		// its policy, a failure, a policy change) takes the balance row's

@@ -29,8 +29,8 @@ import (
 // group at a time, the largest groups: one group in flight at a time keeps
 // the round trips fewest, and reads alone side by side while they are few
 // spare a quiet store the wait for another's round trip
-// (docs/PERFORMANCE.md). A point read takes PostgreSQL microseconds, so one
-// backend keeps up with tens of thousands a second.
+// (docs/PERFORMANCE.md). A point read costs PostgreSQL little next to its
+// round trip, so one backend keeps up with the reads of many clients.
 const readLanes = 4
 
 // maxReadGroup bounds the reads sent together, so that one group's answers

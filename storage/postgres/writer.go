@@ -198,10 +198,8 @@ func (d *db) Close() error {
 // a time anyway); writes of other workspaces proceed beside them. Each
 // more committer takes its share of the writes, so every batch is smaller
 // and every write pays a larger share of its batch's round trips and
-// COMMIT: on two cores, with payouts spread over 100 workspaces, four
-// committers made 0.58 transactions a payout where one makes 0.39, and
-// one took 13% less of the server's CPU a payout and 19% less of the
-// database's, with a p99 of 105 ms instead of 136 (docs/PERFORMANCE.md).
+// COMMIT: more committers than the cores can feed cost more transactions a
+// payout, and more CPU on both sides (docs/PERFORMANCE.md).
 // One committer keeps up with what two cores can send it; a larger machine
 // sends more, and gets more committers. One more committer takes the
 // writes of no workspace (the outbox's claims and attempts), so that

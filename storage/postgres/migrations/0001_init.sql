@@ -13,7 +13,7 @@ CREATE TABLE workspaces (
 
 -- One row per workspace, written by every money movement: kept narrow.
 CREATE TABLE balances (
-    workspace_id TEXT PRIMARY KEY REFERENCES workspaces (id),
+    workspace_id TEXT PRIMARY KEY REFERENCES workspaces (id), -- foreign key dropped by 0017
     available    BIGINT NOT NULL DEFAULT 0 CHECK (available >= 0),
     in_progress  BIGINT NOT NULL DEFAULT 0 CHECK (in_progress >= 0)
 ) WITH (fillfactor = 50); -- room for HOT updates of the hot row
@@ -37,7 +37,7 @@ CREATE INDEX api_keys_workspace ON api_keys (workspace_id, created_at DESC, pref
 
 CREATE TABLE payouts (
     seq                 BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    workspace_id        TEXT NOT NULL REFERENCES workspaces (id),
+    workspace_id        TEXT NOT NULL REFERENCES workspaces (id), -- foreign key dropped by 0015
     payout_id           TEXT NOT NULL,
     status              TEXT NOT NULL CHECK (status IN ('submitted', 'completed', 'failed')),
     amount              BIGINT NOT NULL CHECK (amount > 0),
@@ -76,7 +76,7 @@ CREATE INDEX orders_workspace_seq ON orders (workspace_id, seq);
 -- UNIQUE constraint is the last line of defence against doing either twice.
 CREATE TABLE ledger_entries (
     seq          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    workspace_id TEXT NOT NULL REFERENCES workspaces (id),
+    workspace_id TEXT NOT NULL REFERENCES workspaces (id), -- foreign key dropped by 0015
     kind         TEXT NOT NULL CHECK (kind IN ('order_credit', 'payout_debit', 'payout_refund')),
     amount       BIGINT NOT NULL CHECK ((kind = 'payout_debit') = (amount < 0) AND amount <> 0),
     ref          TEXT NOT NULL,
@@ -90,7 +90,7 @@ CREATE INDEX ledger_entries_workspace_seq ON ledger_entries (workspace_id, seq);
 CREATE TABLE events (
     seq             BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     id              TEXT NOT NULL CONSTRAINT events_id UNIQUE,
-    workspace_id    TEXT NOT NULL REFERENCES workspaces (id),
+    workspace_id    TEXT NOT NULL REFERENCES workspaces (id), -- foreign key dropped by 0015
     type            TEXT NOT NULL,
     subject         TEXT NOT NULL,
     created_at      TIMESTAMPTZ NOT NULL,

@@ -6,7 +6,7 @@
 -- orders customers by their first movement, for keyset pagination.
 CREATE TABLE customers (
     seq           BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    workspace_id  TEXT NOT NULL REFERENCES workspaces (id),
+    workspace_id  TEXT NOT NULL REFERENCES workspaces (id), -- foreign key dropped by 0015
     payer_id      TEXT NOT NULL,
     paid_in       BIGINT NOT NULL DEFAULT 0 CHECK (paid_in >= 0),
     paid_out      BIGINT NOT NULL DEFAULT 0 CHECK (paid_out >= 0),

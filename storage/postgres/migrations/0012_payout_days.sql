@@ -5,7 +5,7 @@
 -- that makes the change, so the counters always equal a count over the
 -- payouts. The chart reads at most one row a day.
 CREATE TABLE payout_days (
-    workspace_id TEXT   NOT NULL REFERENCES workspaces (id),
+    workspace_id TEXT   NOT NULL REFERENCES workspaces (id), -- foreign key dropped by 0015
     day          BIGINT NOT NULL,
     submitted    BIGINT NOT NULL DEFAULT 0 CHECK (submitted >= 0),
     completed    BIGINT NOT NULL DEFAULT 0 CHECK (completed >= 0),

@@ -2,8 +2,7 @@
 -- payout_handoffs (its seq) instead of an entry of the partial index
 -- payouts_handoff_due. The record of a hand-off changed handed_off_at, a
 -- column of that index's condition, so every record wrote a new version of
--- the payout into each of its five other indexes as well (6 WAL records,
--- 187 µs of the database's time a payout under examples/load); now it
+-- the payout into each of its five other indexes as well; now it
 -- deletes the queue's row and updates no indexed column of the payout, a
 -- HOT update on the room fillfactor 50 keeps (migration 0008). A create
 -- inserts the row with the payout; a settlement deletes it with the

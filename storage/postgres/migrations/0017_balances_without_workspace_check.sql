@@ -3,9 +3,8 @@
 -- key alone, except when the row's old version was written by the same
 -- transaction: in a group commit every debit of a hot balance after the
 -- first is such an update, so nearly every payout ran the check, a query
--- of its own locking the workspace's row FOR KEY SHARE (23,629 checks for
--- 24,524 payouts under examples/load; 3 to 6 µs an update measured alone,
--- docs/PERFORMANCE.md). The row is inserted only by the transaction that
+-- of its own locking the workspace's row FOR KEY SHARE
+-- (docs/PERFORMANCE.md). The row is inserted only by the transaction that
 -- creates its workspace, right after the workspace's row, and workspaces
 -- are never deleted. The tables every payout writes dropped theirs in
 -- migration 0015; SQLite checks a key only when it changes.

@@ -1,7 +1,7 @@
 -- A delivered event keeps its successful attempt on its own row, in the
 -- update that marks it delivered, instead of in a row of delivery_attempts
--- with its index entries: under a payout load that row was a tenth of the
--- writer's work per payout. Failed attempts stay rows of delivery_attempts;
+-- with its index entries, which the writer would otherwise write for every
+-- event it delivers. Failed attempts stay rows of delivery_attempts;
 -- a resend moves the delivered attempt there before it clears these.
 ALTER TABLE events ADD COLUMN delivered_at INTEGER;
 ALTER TABLE events ADD COLUMN delivered_status INTEGER;
