@@ -55,10 +55,18 @@ func isPostgres(dsn string) bool {
 	return strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://")
 }
 
+// sqlStore is the store a -db opens, *sqlite.Store or *postgres.Store:
+// payoutkit.Store, and what the audit asks of those two beyond it.
+type sqlStore interface {
+	payoutkit.Store
+	// Orphans counts the rows whose workspace or parent row is gone.
+	Orphans(ctx context.Context) ([]sqlite.OrphanCount, error)
+}
+
 // openDSN opens the database named by dsn: a "postgres://" or
 // "postgresql://" URL with storage/postgres, anything else (a file path or
 // a "file:" URL) with storage/sqlite.
-func openDSN(ctx context.Context, dsn string, opts ...storeOption) (payoutkit.Store, error) {
+func openDSN(ctx context.Context, dsn string, opts ...storeOption) (sqlStore, error) {
 	var c storeConfig
 	for _, o := range opts {
 		o(&c)
