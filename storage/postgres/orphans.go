@@ -6,9 +6,9 @@ import (
 	"github.com/payoutkit/payoutkit/storage/internal/sqlcore"
 )
 
-// OrphanCount is how many rows of a table name, in one column, a parent
-// row that does not exist (Store.Orphans). storage/sqlite's is the same
-// type.
+// OrphanCount is one kind of orphan that Store.Orphans counts: Count rows
+// of Table whose Column names no row of Parent (its table and column,
+// "workspaces.id"). storage/sqlite's is the same type.
 type OrphanCount = sqlcore.OrphanCount
 
 // relations are the relations of PostgreSQL's schema: those both databases
