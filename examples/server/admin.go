@@ -46,13 +46,13 @@ const adminBusyTimeout = 30 * time.Second
 
 // adminStore opens an existing database for one command, never making or
 // migrating one.
-func adminStore(ctx context.Context, dsn string, log *slog.Logger) (serverStore, error) {
+func adminStore(ctx context.Context, dsn string, log *slog.Logger) (sqlStore, error) {
 	return openStore(ctx, dsn, log, asAdmin())
 }
 
 // adminOpen opens an existing database (never making or migrating one)
 // for one command, with the server's secret keys and a logger to stderr.
-func adminOpen(ctx context.Context, dsn string, stderr io.Writer) (serverStore, *payoutkit.KeyRing, *slog.Logger, error) {
+func adminOpen(ctx context.Context, dsn string, stderr io.Writer) (sqlStore, *payoutkit.KeyRing, *slog.Logger, error) {
 	log := newLogger(stderr, "json")
 	keys, err := secretKeys(dsn, os.Getenv(envSecretKeyFile), false)
 	if err != nil {
@@ -405,10 +405,23 @@ func staffCommand(sub string) func(fs *flag.FlagSet) runFunc {
 
 // auditJSON is what audit prints.
 type auditJSON struct {
-	// OK is false when any workspace breaks a money invariant.
+	// OK is false when any workspace breaks a money invariant, or any row
+	// is an orphan.
 	OK         bool                 `json:"ok"`
 	Workspaces []workspaceAuditJSON `json:"workspaces"`
-	Outbox     outboxJSON           `json:"outbox"`
+	// Orphans are the kinds of rows found whose workspace or parent row is
+	// gone, with their counts: none ([]) in a sound database.
+	Orphans []orphansJSON `json:"orphans"`
+	Outbox  outboxJSON    `json:"outbox"`
+}
+
+// orphansJSON is one kind of orphaned row: Count rows of Table whose
+// Column names no row of Parent ("workspaces.id").
+type orphansJSON struct {
+	Table  string `json:"table"`
+	Column string `json:"column"`
+	Parent string `json:"parent"`
+	Count  int64  `json:"count"`
 }
 
 type workspaceAuditJSON struct {
@@ -435,11 +448,18 @@ type outboxJSON struct {
 	OldestPending *string `json:"oldest_pending_at"`
 }
 
-// errAuditFailed makes audit exit non-zero after printing its report.
-var errAuditFailed = errors.New("audit: a money invariant is broken (see the report on stdout)")
+// errAuditFailed and errOrphans make audit exit non-zero after printing its
+// report.
+var (
+	errAuditFailed = errors.New("audit: a money invariant is broken (see the report on stdout)")
+	errOrphans     = errors.New("audit: rows name a workspace or parent row that does not exist (see orphans in the report on stdout)")
+)
 
-// auditCommand recomputes every workspace's money from its rows and reports the
-// outbox's state; it fails when an invariant is broken.
+// auditCommand recomputes every workspace's money from its rows, looks for
+// rows whose workspace or parent row is gone, and reports the outbox's
+// state; it fails when an invariant is broken or a row is an orphan. On
+// SQLite the foreign keys refuse orphans; on PostgreSQL the tables every
+// payout writes have none (docs/STORAGE.md), so the audit is their check.
 func auditCommand(fs *flag.FlagSet) runFunc {
 	dsn := dbFlag(fs)
 	return func(ctx context.Context, stdout, stderr io.Writer) error {
@@ -471,6 +491,18 @@ func auditCommand(fs *flag.FlagSet) runFunc {
 			}
 			report.Workspaces = append(report.Workspaces, w)
 		}
+		moneyOK := report.OK
+		counts, err := store.Orphans(ctx)
+		if err != nil {
+			return err
+		}
+		report.Orphans = []orphansJSON{}
+		for _, c := range counts {
+			if c.Count > 0 {
+				report.Orphans = append(report.Orphans, orphansJSON{Table: c.Table, Column: c.Column, Parent: c.Parent, Count: c.Count})
+				report.OK = false
+			}
+		}
 		h, err := store.OutboxHealth(ctx)
 		if err != nil {
 			return err
@@ -479,9 +511,13 @@ func auditCommand(fs *flag.FlagSet) runFunc {
 		if err := printJSON(stdout, report); err != nil {
 			return err
 		}
-		if !report.OK {
-			return errAuditFailed
+		var failed []error
+		if !moneyOK {
+			failed = append(failed, errAuditFailed)
 		}
-		return nil
+		if len(report.Orphans) > 0 {
+			failed = append(failed, errOrphans)
+		}
+		return errors.Join(failed...)
 	}
 }

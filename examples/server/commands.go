@@ -75,7 +75,7 @@ func init() {
 		{name: "payouts approve", summary: "release a payout held for approval", define: payoutDecisionCommand("approve"), env: dbEnv, sealing: true},
 		{name: "payouts reject", summary: "reject a payout held for approval, giving its money back", define: payoutDecisionCommand("reject"), env: dbEnv, sealing: true},
 		{name: "security-log", summary: "print the workspace's security log, newest first", define: securityLogCommand, env: dbEnv, sealing: true},
-		{name: "audit", summary: "recompute every workspace's money from its rows; fails when an invariant is broken", define: auditCommand, env: dbEnv},
+		{name: "audit", summary: "recompute every workspace's money from its rows and look for orphaned rows; fails when an invariant is broken", define: auditCommand, env: dbEnv},
 		{name: "secrets reseal", summary: "seal every webhook secret with the current sealing key", define: secretsResealCommand, env: dbEnv, sealing: true},
 		{name: "migrate", summary: "bring an existing database's schema up to this binary's", define: migrateCommand, env: dbEnv},
 		{name: "version", summary: "print the module's version and the VCS revision it was built from", define: versionCommand},

@@ -350,7 +350,7 @@ func bootstrap(ctx context.Context, engine *payoutkit.Engine, store payoutkit.St
 }
 
 // openStore opens the database named by dsn (a SQLite path or a postgres URL).
-func openStore(ctx context.Context, dsn string, log *slog.Logger, opts ...storeOption) (serverStore, error) {
+func openStore(ctx context.Context, dsn string, log *slog.Logger, opts ...storeOption) (sqlStore, error) {
 	if strings.TrimSpace(dsn) == "" {
 		return nil, usagef("-db is required")
 	}

@@ -56,17 +56,20 @@ func isPostgres(dsn string) bool {
 	return strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://")
 }
 
+// sqlStore is the store a -db opens, *sqlite.Store or *postgres.Store:
+// the engine's store, which keeps the staff's identity beside it
+// (staff.Store), and what the audit asks of those two beyond them.
+type sqlStore interface {
+	payoutkit.Store
+	staff.Store
+	// Orphans counts the rows whose workspace or parent row is gone.
+	Orphans(ctx context.Context) ([]sqlite.OrphanCount, error)
+}
+
 // openDSN opens the database named by dsn: a "postgres://" or
 // "postgresql://" URL with storage/postgres, anything else (a file path or
 // a "file:" URL) with storage/sqlite.
-// serverStore is where the server keeps its state: the engine's store,
-// which keeps the staff's identity beside it, as both SQL stores do.
-type serverStore interface {
-	payoutkit.Store
-	staff.Store
-}
-
-func openDSN(ctx context.Context, dsn string, opts ...storeOption) (serverStore, error) {
+func openDSN(ctx context.Context, dsn string, opts ...storeOption) (sqlStore, error) {
 	var c storeConfig
 	for _, o := range opts {
 		o(&c)

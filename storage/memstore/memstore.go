@@ -18,6 +18,9 @@ import (
 
 // Store is an in-memory payoutkit.Store. One mutex guards everything, which
 // makes every operation trivially atomic; it is not built for throughput.
+// Unlike the SQL stores it has no Orphans method: it refuses every row of
+// an unknown workspace and never removes a workspace, so it cannot hold a
+// row whose workspace or parent is gone.
 type Store struct {
 	mu         sync.Mutex
 	seq        int64 // orders every row, for newest-first listings

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	"github.com/payoutkit/payoutkit/storage/internal/sqlcore"
@@ -56,4 +57,9 @@ func (*Store) ts(t time.Time) any { return ts(t) }
 // split workspaces between committers as a large one does.
 func WithWorkspaceCommitters(n int) Option {
 	return func(c *config) { c.committers = n }
+}
+
+// Query runs a read on the store's reader.
+func Query(ctx context.Context, s *Store, query string) (*sql.Rows, error) {
+	return s.reader().QueryContext(ctx, query)
 }

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	"github.com/payoutkit/payoutkit/storage/internal/sqlcore"
@@ -59,3 +60,8 @@ func (s *Store) reader() sqlcore.Querier { return s.w.Reader() }
 
 // ts is t as the store stores it.
 func (*Store) ts(t time.Time) any { return ts(t) }
+
+// Query runs a read on the store's reader.
+func Query(ctx context.Context, s *Store, query string) (*sql.Rows, error) {
+	return s.reader().QueryContext(ctx, query)
+}

@@ -252,8 +252,12 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 // (the modernc.org/sqlite DSN parameter _txlock=immediate) with a busy
 // timeout, as Open's connections do: a deferred transaction that writes
 // after another connection did fails with "database is locked" instead of
-// waiting. Open, which owns its connections, remains the faster choice: it
-// keeps one writer connection and a pool of read-only ones.
+// waiting. Its connections should have foreign keys on
+// (_pragma=foreign_keys(1)), as Open's do: SQLite's default is off, and
+// without them nothing refuses a row of an unknown workspace (Orphans
+// finds them). Open,
+// which owns its connections, remains the faster choice: it keeps one
+// writer connection and a pool of read-only ones.
 func New(ctx context.Context, bdb *bun.DB, opts ...Option) (*Store, error) {
 	if bdb == nil {
 		return nil, errors.New("sqlstore: New needs a *bun.DB")

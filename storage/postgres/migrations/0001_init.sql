@@ -1,7 +1,9 @@
 -- The first schema of payoutkit on PostgreSQL. Times are TIMESTAMPTZ
 -- (microseconds), NULL when unset; amounts are BIGINT cents. Every listed
 -- table has seq, an identity column, which orders its rows for keyset
--- pagination.
+-- pagination. Migrations 0015 and 0017 drop the foreign keys to workspaces
+-- of balances, payouts, ledger_entries and events (and of customers and
+-- payout_days, from 0002 and 0012); the others hold (docs/STORAGE.md).
 
 CREATE TABLE workspaces (
     id             TEXT PRIMARY KEY,
