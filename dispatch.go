@@ -197,10 +197,15 @@ type dispatchStore interface {
 var _ dispatchStore = Store(nil)
 
 // payoutHandOff gives one claimed payout to the processor and records the
-// hand-off; the engine is one (HandOffPayout).
+// hand-off; the engine's is handOffFunc(Engine.handOffPayout).
 type payoutHandOff interface {
 	HandOffPayout(ctx context.Context, l PayoutLease) error
 }
+
+// handOffFunc is a function as a payoutHandOff.
+type handOffFunc func(ctx context.Context, l PayoutLease) error
+
+func (f handOffFunc) HandOffPayout(ctx context.Context, l PayoutLease) error { return f(ctx, l) }
 
 // workspaceSource reads a workspace with its webhook secret ready to sign
 // with; the engine is one: it opens secrets sealed at rest.
@@ -208,10 +213,7 @@ type workspaceSource interface {
 	Workspace(ctx context.Context, id string) (Workspace, error)
 }
 
-var (
-	_ payoutHandOff   = (*Engine)(nil)
-	_ workspaceSource = (*Engine)(nil)
-)
+var _ workspaceSource = (*Engine)(nil)
 
 // dispatcher runs the engine's loops: it delivers webhooks from the outbox
 // and hands payouts to the processor.

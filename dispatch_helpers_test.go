@@ -142,7 +142,7 @@ func (e *env) payout(wsID, id, amount string) payoutkit.Payout {
 
 func (e *env) complete(wsID, id string) {
 	e.t.Helper()
-	if _, err := e.eng.CompletePayout(e.ctx, wsID, id, "tx-"+id); err != nil {
+	if _, err := e.eng.CompletePayout(e.ctx, wsID, id, payoutkit.Completion{TxID: "tx-" + id}); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -218,7 +218,7 @@ func (p *settlingProcessor) Submit(ctx context.Context, sub payoutkit.Submission
 	p.mu.Lock()
 	p.calls[po.WorkspaceID+"/"+po.PayoutID]++
 	p.mu.Unlock()
-	_, err := settler.CompletePayout(ctx, po.WorkspaceID, po.PayoutID, "tx-"+po.PayoutID)
+	_, err := settler.CompletePayout(ctx, po.WorkspaceID, po.PayoutID, payoutkit.Completion{TxID: "tx-" + po.PayoutID})
 	return err
 }
 

@@ -43,7 +43,7 @@ func Example() {
 	b, _ := eng.Balance(ctx, ws)
 	fmt.Println(p.Status, "available", b.Available, "in progress", b.InProgress)
 
-	p, err = eng.CompletePayout(ctx, ws, "po-1001", "0xfeed")
+	p, err = eng.CompletePayout(ctx, ws, "po-1001", payoutkit.Completion{TxID: "0xfeed"})
 	if err != nil {
 		log.Fatal(err)
 	}

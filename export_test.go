@@ -58,3 +58,9 @@ var (
 
 // NotifierTimeout is the timeout n applies to one delivery.
 func NotifierTimeout(n *HTTPNotifier) time.Duration { return n.timeout() }
+
+// HandOffPayout is the engine's hand-off of one claimed payout, for the
+// tests that drive it by hand or count it as a PayoutHandOff.
+func (e *Engine) HandOffPayout(ctx context.Context, l PayoutLease) error {
+	return e.handOffPayout(ctx, l)
+}

@@ -26,7 +26,7 @@ var errWithStoreLoops = errors.New("payoutkit: an engine from WithStore runs no 
 // outbox to its workspace's receiver (opening sealed secrets with
 // Config.SecretKeys), and, when Config.Processor is set, the hand-off loop,
 // which gives every submitted payout to the processor through
-// HandOffPayout. Both claim their work from the store under a lease
+// handOffPayout. Both claim their work from the store under a lease
 // (Config.Delivery), so engines in several processes may share one store.
 // Start returns at once; it is an error while the loops already run.
 //
@@ -40,7 +40,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	var handOff payoutHandOff
 	if e.processor != nil {
-		handOff = e
+		handOff = handOffFunc(e.handOffPayout)
 	}
 	d, err := newDispatcher(e.store, e.delivery, handOff, e)
 	if err != nil {

@@ -42,7 +42,7 @@ func TestObservePayout(t *testing.T) {
 	if err := create("po-4", "10.00"); !errors.Is(err, payoutkit.ErrInsufficientBalance) {
 		t.Fatalf("overdraft: %v", err)
 	}
-	if _, err := eng.CompletePayout(ctx, ws, "po-1", "tx-1"); err != nil {
+	if _, err := eng.CompletePayout(ctx, ws, "po-1", payoutkit.Completion{TxID: "tx-1"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := eng.FailPayout(ctx, ws, "po-2", "rejected"); err != nil {

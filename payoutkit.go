@@ -123,7 +123,7 @@ import (
 type Service interface {
 	CreatePayout(ctx context.Context, workspaceID string, req CreatePayoutRequest) (p Payout, replayed bool, err error)
 	Payout(ctx context.Context, workspaceID, payoutID string) (Payout, error)
-	CompletePayout(ctx context.Context, workspaceID, payoutID, txid string) (Payout, error)
+	CompletePayout(ctx context.Context, workspaceID, payoutID string, c Completion) (Payout, error)
 	SandboxCompletePayout(ctx context.Context, workspaceID, payoutID, txid string) (Payout, error)
 	ListPayouts(ctx context.Context, workspaceID string, req ListPayoutsRequest) (List[Payout], error)
 	FailPayout(ctx context.Context, workspaceID, payoutID, reason string) (Payout, error)
@@ -155,7 +155,7 @@ type Config struct {
 	AddressValidators map[string]func(address string) error
 	// Processor receives each accepted payout to send it on the real rail:
 	// once Start has run the engine's loops, the hand-off loop gives it
-	// every submitted payout under a lease (HandOffPayout); it settles the
+	// every submitted payout under a lease; it settles the
 	// payout later through CompletePayout or FailPayout. Defaults to none:
 	// no payout is handed over, and payouts stay submitted until settled by
 	// a call.
@@ -192,7 +192,7 @@ type Config struct {
 	// made, once it is stored, for metrics: p is the payout after the
 	// change, submitted when CreatePayout created it (not for a replay),
 	// completed or failed when this engine settled it (CompletePayout,
-	// CompletePayoutWith, FailPayout, SandboxCompletePayout, a processor's
+	// CompletePayout, FailPayout, SandboxCompletePayout, a processor's
 	// settlement). Changes refused or made by another engine on the same
 	// store are not reported. It runs on the caller's goroutine,
 	// concurrently, and must return quickly. Defaults to nil.

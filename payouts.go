@@ -235,14 +235,6 @@ func (e *Engine) Payout(ctx context.Context, workspaceID, payoutID string) (Payo
 	return p, err
 }
 
-// CompletePayout records that a submitted payout was paid on chain, with its
-// transaction id (required), and emits payout.completed. Settling a payout that is not
-// submitted is ErrConflict. The payout's AssetAmount and NetworkFee stay
-// unset; CompletePayoutWith reports them.
-func (e *Engine) CompletePayout(ctx context.Context, workspaceID, payoutID, txid string) (Payout, error) {
-	return e.CompletePayoutWith(ctx, workspaceID, payoutID, Completion{TxID: txid})
-}
-
 // Completion is what a processor reports when a payout has left: its
 // transaction id and, when it knows them, the amount sent and the network
 // fee, both in the asset's units.
@@ -261,12 +253,12 @@ type Completion struct {
 // fee: no real amount comes near it, and it keeps every value storable.
 const maxAssetDigits = 30
 
-// CompletePayoutWith records that a submitted payout was paid on chain, as
+// CompletePayout records that a submitted payout was paid on chain, as
 // c reports it, and emits payout.completed carrying the same payout object.
 // An invalid completion (no txid, a negative amount, more places than the
 // coin's Decimals) is ErrInvalidInput and changes nothing; settling a payout
 // that is not submitted is ErrConflict.
-func (e *Engine) CompletePayoutWith(ctx context.Context, workspaceID, payoutID string, c Completion) (Payout, error) {
+func (e *Engine) CompletePayout(ctx context.Context, workspaceID, payoutID string, c Completion) (Payout, error) {
 	var v validation
 	checkText(&v, "txid", c.TxID, true, maxText)
 	if err := v.err(); err != nil {

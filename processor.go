@@ -21,7 +21,7 @@ import (
 // to its rail as the rail's idempotency key (or keep it and refuse a second
 // send itself), so that money leaves once however often Submit is called.
 //
-// Payouts reach the processor through Engine.HandOffPayout, which the
+// Payouts reach the processor through the engine's hand-off, which the
 // engine's hand-off loop (Engine.Start) calls under a lease for every
 // submitted payout not yet handed over, until Submit returns nil. A processor that cannot take a payout yet
 // returns an error matching ErrNotDue (a *NotDueError says when to retry);
@@ -62,14 +62,14 @@ type PayoutLease struct {
 	Owner string
 	Token int64
 	// ReadAt is when Payout was read as it is in the store: the claim's
-	// time for a lease the engine's hand-off loop claimed. HandOffPayout
+	// time for a lease the engine's hand-off loop claimed. The hand-off
 	// hands over that copy while it is younger than freshLease, and reads
 	// the payout afresh otherwise (or when ReadAt is zero).
 	ReadAt time.Time
 }
 
 // freshLease is how long a claimed payout's copy stands for the stored
-// payout in HandOffPayout. The hand-off loop hands a payout over moments
+// payout in the hand-off. The hand-off loop hands a payout over moments
 // after its claim read it, and reading it once more would cost a point read
 // per payout for nothing new; a payout handed over later (a processor that
 // said "not due", a claim that waited for a worker) is read again.
@@ -84,11 +84,10 @@ type Lease struct {
 }
 
 // Settler records a payout's outcome. *Engine implements it. A processor
-// that knows the amount sent and the network fee reports them with
-// CompletePayoutWith; CompletePayout reports the txid alone.
+// reports the txid and, when it knows them, the amount sent and the network
+// fee (Completion).
 type Settler interface {
-	CompletePayout(ctx context.Context, workspaceID, payoutID, txid string) (Payout, error)
-	CompletePayoutWith(ctx context.Context, workspaceID, payoutID string, c Completion) (Payout, error)
+	CompletePayout(ctx context.Context, workspaceID, payoutID string, c Completion) (Payout, error)
 	FailPayout(ctx context.Context, workspaceID, payoutID, reason string) (Payout, error)
 }
 
@@ -109,10 +108,10 @@ func (e *NotDueError) Error() string {
 // Is makes a NotDueError match ErrNotDue.
 func (e *NotDueError) Is(target error) bool { return target == ErrNotDue }
 
-// HandOffPayout gives one claimed payout to the configured Processor and,
+// handOffPayout gives one claimed payout to the configured Processor and,
 // when the processor accepts it, records the hand-off so that it is never
 // given again. A payout settled since it was read is not handed over (and
-// nil is returned): HandOffPayout reads the payout afresh unless the
+// nil is returned): it reads the payout afresh unless the
 // lease's copy was read within the last second (PayoutLease.ReadAt).
 // Without a processor it only records the hand-off. Errors from the processor are returned as they are
 // (ErrNotDue among them); the caller retries later. When another claim took
@@ -121,7 +120,7 @@ func (e *NotDueError) Is(target error) bool { return target == ErrNotDue }
 //
 // The engine's hand-off loop (Engine.Start) calls it for payouts it claimed
 // with PayoutStore.ClaimPayoutHandoffs.
-func (e *Engine) HandOffPayout(ctx context.Context, l PayoutLease) error {
+func (e *Engine) handOffPayout(ctx context.Context, l PayoutLease) error {
 	p := l.Payout
 	if l.ReadAt.IsZero() || e.clock().Sub(l.ReadAt) >= freshLease {
 		var err error
@@ -173,7 +172,7 @@ func (s *SandboxProcessor) Submit(ctx context.Context, sub Submission, settler S
 		return &NotDueError{At: due}
 	}
 	c := SandboxCompletion(p, sub.Coin, "sandbox-"+random.Base62(16))
-	_, err := settler.CompletePayoutWith(ctx, p.WorkspaceID, p.PayoutID, c)
+	_, err := settler.CompletePayout(ctx, p.WorkspaceID, p.PayoutID, c)
 	if errors.Is(err, ErrConflict) { // settled by hand meanwhile
 		return nil
 	}

@@ -64,7 +64,7 @@ func SandboxCompletion(p Payout, coin Coin, txid string) Completion {
 // SandboxCompletePayout completes a submitted payout by hand as the sandbox
 // processor would: with txid and the rate table's asset amount and network
 // fee (SandboxCompletion). The /v1/sandbox/payouts/complete endpoint calls
-// it. Errors are CompletePayoutWith's.
+// it. Errors are CompletePayout's.
 func (e *Engine) SandboxCompletePayout(ctx context.Context, workspaceID, payoutID, txid string) (Payout, error) {
 	var v validation
 	checkText(&v, "txid", txid, true, maxText)
@@ -76,5 +76,5 @@ func (e *Engine) SandboxCompletePayout(ctx context.Context, workspaceID, payoutI
 		return Payout{}, err
 	}
 	coin, _ := e.coins.coin(p.Asset, p.Network)
-	return e.CompletePayoutWith(ctx, workspaceID, payoutID, SandboxCompletion(p, coin, txid))
+	return e.CompletePayout(ctx, workspaceID, payoutID, SandboxCompletion(p, coin, txid))
 }

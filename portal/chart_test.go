@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/payoutkit/payoutkit"
 )
 
 var chartDayRE = regexp.MustCompile(`<g data-testid="chart-day" data-day="([0-9-]+)" data-completed="(\d+)" data-failed="(\d+)" data-in-progress="(\d+)">`)
@@ -36,7 +38,7 @@ func TestDashboardChart(t *testing.T) {
 				var err error
 				switch settle.how {
 				case "complete":
-					_, err = h.engine.CompletePayout(h.ctx, ws, id, "tx")
+					_, err = h.engine.CompletePayout(h.ctx, ws, id, payoutkit.Completion{TxID: "tx"})
 				case "fail":
 					_, err = h.engine.FailPayout(h.ctx, ws, id, "no")
 				}

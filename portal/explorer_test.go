@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/portal"
 	"github.com/payoutkit/payoutkit/storage/memstore"
 )
@@ -28,7 +29,7 @@ func TestWithdrawalExplorerLink(t *testing.T) {
 	if page := b.get("/withdrawals/po-1").wantStatus(t, http.StatusOK).body; strings.Contains(page, `class="explorer"`) {
 		t.Fatal("an explorer link before the payout has a txid")
 	}
-	if _, err := h.engine.CompletePayout(h.ctx, ws, "po-1", "abc123"); err != nil {
+	if _, err := h.engine.CompletePayout(h.ctx, ws, "po-1", payoutkit.Completion{TxID: "abc123"}); err != nil {
 		t.Fatal(err)
 	}
 	b.get("/withdrawals/po-1").wantStatus(t, http.StatusOK).

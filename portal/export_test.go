@@ -73,7 +73,7 @@ func TestWithdrawalsCSV(t *testing.T) {
 		}
 	}
 	h.set(day.AddDate(0, 0, days))
-	if _, err := h.engine.CompletePayout(h.ctx, ws, "po-03-007", "0xabc"); err != nil {
+	if _, err := h.engine.CompletePayout(h.ctx, ws, "po-03-007", payoutkit.Completion{TxID: "0xabc"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.engine.FailPayout(h.ctx, ws, "po-04-008", "no route"); err != nil {

@@ -179,7 +179,7 @@ func TestWithdrawalPage(t *testing.T) {
 	h.fund(ws, "ord-1", "100.00", "alice")
 	h.payout(ws, "po-1", "25.00", "alice")
 	txid := "0x" + strings.Repeat("ab", 40)
-	if _, err := h.engine.CompletePayoutWith(h.ctx, ws, "po-1", payoutkit.Completion{TxID: txid,
+	if _, err := h.engine.CompletePayout(h.ctx, ws, "po-1", payoutkit.Completion{TxID: txid,
 		AssetAmount: decimal.NewNullDecimal(decimal.RequireFromString("25")), NetworkFee: decimal.NewNullDecimal(decimal.RequireFromString("1"))}); err != nil {
 		t.Fatal(err)
 	}

@@ -301,7 +301,7 @@ func TestPages(t *testing.T) {
 	h.payout(ws, "po-1", "10.00", "alice")
 	h.payout(ws, "po-2", "20.00", "bob")
 	h.payout(ws, "po-3", "5.50", "bob")
-	if _, err := h.engine.CompletePayoutWith(h.ctx, ws, "po-1", payoutkit.Completion{TxID: "0xabc",
+	if _, err := h.engine.CompletePayout(h.ctx, ws, "po-1", payoutkit.Completion{TxID: "0xabc",
 		AssetAmount: decimal.NewNullDecimal(decimal.RequireFromString("9.990000")), NetworkFee: decimal.NewNullDecimal(decimal.New(1, -6))}); err != nil {
 		t.Fatal(err)
 	}

@@ -148,7 +148,7 @@ func (p *Processor) settle(ctx context.Context, c *chain, settler payoutkit.Sett
 		if err != nil {
 			return err
 		}
-		_, err = settler.CompletePayoutWith(ctx, t.WorkspaceID, t.PayoutID, payoutkit.Completion{
+		_, err = settler.CompletePayout(ctx, t.WorkspaceID, t.PayoutID, payoutkit.Completion{
 			TxID: hash, AssetAmount: amount, NetworkFee: p.networkFee(ctx, c, t, wei),
 		})
 		if errors.Is(err, payoutkit.ErrConflict) {

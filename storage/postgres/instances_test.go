@@ -171,7 +171,7 @@ func TestPostgresInstancesClaim(t *testing.T) {
 		if _, _, err := eng.CreatePayout(t.Context(), ws, payoutRequest(id, "1.00")); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := eng.CompletePayout(t.Context(), ws, id, "tx"); err != nil {
+		if _, err := eng.CompletePayout(t.Context(), ws, id, payoutkit.Completion{TxID: "tx"}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -56,9 +56,9 @@ func testPayoutsPerDay(t *testing.T, open Open) {
 	create(other, day0.Add(time.Hour))   // another workspace
 	later := day0.Add(10 * 24 * time.Hour)
 	now.Store(&later)
-	must[payoutkit.Payout](t)(eng.CompletePayout(e.ctx, ws, a, "tx-a"))
+	must[payoutkit.Payout](t)(eng.CompletePayout(e.ctx, ws, a, payoutkit.Completion{TxID: "tx-a"}))
 	must[payoutkit.Payout](t)(eng.FailPayout(e.ctx, ws, b, "no"))
-	must[payoutkit.Payout](t)(eng.CompletePayout(e.ctx, ws, c, "tx-c"))
+	must[payoutkit.Payout](t)(eng.CompletePayout(e.ctx, ws, c, payoutkit.Completion{TxID: "tx-c"}))
 	must[payoutkit.Payout](t)(eng.FailPayout(e.ctx, ws, d, "no"))
 
 	got, err := e.store.PayoutsPerDay(e.ctx, ws, day0, day0.Add(4*24*time.Hour))
@@ -171,7 +171,7 @@ func testPayoutDayCounters(t *testing.T, open Open) {
 				must[payoutkit.Payout](t)(eng.ApprovePayout(e.ctx, ws, id, payoutkit.ActorCLI))
 			}
 			if rnd.IntN(2) == 0 {
-				must[payoutkit.Payout](t)(eng.CompletePayout(e.ctx, ws, id, "tx-"+id))
+				must[payoutkit.Payout](t)(eng.CompletePayout(e.ctx, ws, id, payoutkit.Completion{TxID: "tx-"+id}))
 			} else {
 				must[payoutkit.Payout](t)(eng.FailPayout(e.ctx, ws, id, "no"))
 			}

@@ -263,7 +263,7 @@ func testControls(t *testing.T, open Open) {
 		if len(ls) != 1 || ls[0].PayoutID != "po-small" {
 			t.Fatalf("claimed %+v; want po-small only", ls)
 		}
-		_, err := e.eng.CompletePayout(e.ctx, ws, "po-held", "0xabc")
+		_, err := e.eng.CompletePayout(e.ctx, ws, "po-held", payoutkit.Completion{TxID: "0xabc"})
 		wantErr(t, err, payoutkit.ErrConflict)
 		_, err = e.eng.ApprovePayout(e.ctx, ws, "po-small", payoutkit.ActorCLI)
 		wantErr(t, err, payoutkit.ErrConflict)

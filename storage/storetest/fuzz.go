@@ -112,7 +112,7 @@ func FuzzMoneyInvariants(f *testing.F, open Open) {
 				}
 				checkPolicy(t, i, policy, wasSpent, a, isNew, p, created, err)
 			case 4, 15:
-				_, err = eng.CompletePayout(ctx, ws, payout(arg, len(amount)), "tx")
+				_, err = eng.CompletePayout(ctx, ws, payout(arg, len(amount)), payoutkit.Completion{TxID: "tx"})
 			case 5:
 				id := payout(arg, len(amount))
 				if _, err = eng.FailPayout(ctx, ws, id, ""); err == nil {

@@ -106,7 +106,7 @@ func testFilters(t *testing.T, open Open) {
 		create(other, fmt.Sprintf("a-%d", i), "alice")
 	}
 	for _, id := range []string{"a-1", "b-2", "a-4"} {
-		must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, id, "tx-"+id))
+		must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, id, payoutkit.Completion{TxID: "tx-"+id}))
 	}
 	must[payoutkit.Payout](t)(e.eng.FailPayout(e.ctx, ws, "a-5", ""))
 
@@ -179,7 +179,7 @@ func testCustomers(t *testing.T, open Open) {
 	payout("p-2", "bob", "20.00")
 	payout("p-3", "alice", "5.00")
 	payout("p-4", "carol", "1.25")
-	must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, "p-1", "tx-1"))
+	must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, "p-1", payoutkit.Completion{TxID: "tx-1"}))
 	must[payoutkit.Payout](t)(e.eng.FailPayout(e.ctx, ws, "p-3", "bounced"))
 	pay(ws, "o-4", "bob", "3.00")
 	pay(other, "x-1", "alice", "9.99")

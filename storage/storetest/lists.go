@@ -81,7 +81,7 @@ func testLists(t *testing.T, open Open) {
 	create(ws, "p-12", "carol", 20)
 	c.set(at(30))
 	for _, id := range []string{"p-1", "p-4", "p-12"} {
-		must[payoutkit.Payout](t)(eng.CompletePayout(e.ctx, ws, id, "tx-"+id))
+		must[payoutkit.Payout](t)(eng.CompletePayout(e.ctx, ws, id, payoutkit.Completion{TxID: "tx-"+id}))
 	}
 	must[payoutkit.Payout](t)(eng.FailPayout(e.ctx, ws, "p-6", ""))
 
@@ -269,7 +269,7 @@ func testSettlement(t *testing.T, open Open) {
 	d := func(s string) decimal.NullDecimal {
 		return decimal.NullDecimal{Decimal: decimal.RequireFromString(s), Valid: true}
 	}
-	done := must[payoutkit.Payout](t)(e.eng.CompletePayoutWith(e.ctx, ws, "po-1", payoutkit.Completion{
+	done := must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, "po-1", payoutkit.Completion{
 		TxID: "tx-1", AssetAmount: d("9.987654"), NetworkFee: d("0.000001"),
 	}))
 	if done.AssetAmount.Decimal.String() != "9.987654" || done.NetworkFee.Decimal.String() != "0.000001" {
@@ -277,8 +277,8 @@ func testSettlement(t *testing.T, open Open) {
 	}
 	// A fee of zero, trailing zeros (stored as the same number), and no
 	// amount at all.
-	must[payoutkit.Payout](t)(e.eng.CompletePayoutWith(e.ctx, ws, "po-2", payoutkit.Completion{TxID: "tx-2", AssetAmount: d("10.500000"), NetworkFee: d("0")}))
-	must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, "po-3", "tx-3"))
+	must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, "po-2", payoutkit.Completion{TxID: "tx-2", AssetAmount: d("10.500000"), NetworkFee: d("0")}))
+	must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, "po-3", payoutkit.Completion{TxID: "tx-3"}))
 	must[payoutkit.Payout](t)(e.eng.FailPayout(e.ctx, ws, "po-4", "bounced"))
 
 	want := map[string][2]string{ // asset_amount, network_fee; "" is null
@@ -341,7 +341,7 @@ func testSettlement(t *testing.T, open Open) {
 			req := payoutRequest(c.id, "1.00")
 			req.Asset, req.Network, req.Address = c.asset, c.network, "0x52908400098527886E0F7030069857D2E4169EE7"
 			must[payoutkit.Payout](t)(first(e.eng.CreatePayout(e.ctx, ws, req)))
-			must[payoutkit.Payout](t)(e.eng.CompletePayoutWith(e.ctx, ws, c.id, payoutkit.Completion{TxID: "tx", AssetAmount: d(c.amount), NetworkFee: d(c.fee)}))
+			must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, c.id, payoutkit.Completion{TxID: "tx", AssetAmount: d(c.amount), NetworkFee: d(c.fee)}))
 			p := must[payoutkit.Payout](t)(e.eng.Payout(e.ctx, ws, c.id))
 			if str(p.AssetAmount) != c.amount || str(p.NetworkFee) != c.fee {
 				t.Errorf("%s: read back %s, %s; want %s, %s", c.id, str(p.AssetAmount), str(p.NetworkFee), c.amount, c.fee)
@@ -362,7 +362,7 @@ func testSettlement(t *testing.T, open Open) {
 			"NegativeFee":   {TxID: "tx", NetworkFee: d("-0.1")},
 			"NoTxID":        {AssetAmount: d("5")},
 		} {
-			_, err := e.eng.CompletePayoutWith(e.ctx, ws, "po-1", c)
+			_, err := e.eng.CompletePayout(e.ctx, ws, "po-1", c)
 			if !errorsIsInvalid(err) {
 				t.Errorf("%s: err = %v; want ErrInvalidInput", name, err)
 			}

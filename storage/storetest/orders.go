@@ -84,7 +84,7 @@ func testLedger(t *testing.T, open Open) {
 	must[payoutkit.Payout](t)(first(e.payout(ws, "po-1", "30.00")))
 	must[payoutkit.Payout](t)(first(e.payout(ws, "po-2", "20.00")))
 	must[payoutkit.Payout](t)(e.eng.FailPayout(e.ctx, ws, "po-2", "x"))
-	must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, "po-1", "tx"))
+	must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, "po-1", payoutkit.Completion{TxID: "tx"}))
 
 	page := must[payoutkit.Page[payoutkit.LedgerEntry]](t)(e.store.Ledger(e.ctx, ws, payoutkit.PageRequest{}))
 	type row struct {

@@ -58,12 +58,12 @@ func testOutbox(t *testing.T, open Open) {
 		ws := e.workspace().Workspace.ID
 		e.fund(ws, "10.00")
 		must[payoutkit.Payout](t)(first(e.payout(ws, "po-1", "4.00")))
-		must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, "po-1", "tx-1"))
+		must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, "po-1", payoutkit.Completion{TxID: "tx-1"}))
 		must[payoutkit.Payout](t)(first(e.payout(ws, "po-2", "1.00")))
 		must[payoutkit.Payout](t)(e.eng.FailPayout(e.ctx, ws, "po-2", "bounced"))
 		// Refused requests record nothing.
 		_, _, _ = e.payout(ws, "po-3", "1000.00")
-		_, _ = e.eng.CompletePayout(e.ctx, ws, "po-1", "again")
+		_, _ = e.eng.CompletePayout(e.ctx, ws, "po-1", payoutkit.Completion{TxID: "again"})
 
 		page := must[payoutkit.Page[payoutkit.Event]](t)(e.store.Events(e.ctx, ws, payoutkit.PageRequest{}))
 		wantTypes := []payoutkit.EventType{
@@ -112,7 +112,7 @@ func testOutbox(t *testing.T, open Open) {
 		ws := e.workspace().Workspace.ID
 		e.fund(ws, "10.00") // order.paid
 		must[payoutkit.Payout](t)(first(e.payout(ws, "po-1", "1.00")))
-		must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, "po-1", "tx"))
+		must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, "po-1", payoutkit.Completion{TxID: "tx"}))
 		must[payoutkit.Payout](t)(first(e.payout(ws, "po-2", "1.00")))
 		now := time.Now().Add(time.Minute)
 		lease := now.Add(30 * time.Second)
@@ -344,7 +344,7 @@ func testHandoffs(t *testing.T, open Open) {
 	for _, id := range []string{"po-1", "po-2", "po-3"} {
 		must[payoutkit.Payout](t)(first(e.payout(ws, id, "1.00")))
 	}
-	must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, "po-3", "tx")) // settled: never handed over
+	must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, "po-3", payoutkit.Completion{TxID: "tx"})) // settled: never handed over
 	now := time.Now().Add(time.Minute)
 	got := must[[]payoutkit.PayoutLease](t)(e.store.ClaimPayoutHandoffs(e.ctx, "A", now, now.Add(time.Minute), 10))
 	if len(got) != 2 || got[0].PayoutID != "po-1" || got[1].PayoutID != "po-2" || got[0].WorkspaceID != ws ||

@@ -160,9 +160,9 @@ func testPayouts(t *testing.T, open Open) {
 		must[payoutkit.Payout](t)(first(e.payout(ws, "po-bad", "20.00")))
 		e.wantBalance(ws, "50.00", "50.00")
 
-		_, err := e.eng.CompletePayout(e.ctx, ws, "po-ok", "")
+		_, err := e.eng.CompletePayout(e.ctx, ws, "po-ok", payoutkit.Completion{TxID: ""})
 		wantErr(t, err, payoutkit.ErrInvalidInput) // a completed payout always has its txid
-		done := must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, "po-ok", "0xabc"))
+		done := must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, "po-ok", payoutkit.Completion{TxID: "0xabc"}))
 		if done.Status != payoutkit.PayoutCompleted || done.TxID != "0xabc" || done.FailureReason != "" || done.UpdatedAt.Before(done.CreatedAt) {
 			t.Fatalf("completed payout %+v", done)
 		}
@@ -179,15 +179,15 @@ func testPayouts(t *testing.T, open Open) {
 
 		// Settled payouts cannot move again, and nothing changes.
 		for _, err := range []error{
-			second(e.eng.CompletePayout(e.ctx, ws, "po-ok", "again")),
+			second(e.eng.CompletePayout(e.ctx, ws, "po-ok", payoutkit.Completion{TxID: "again"})),
 			second(e.eng.FailPayout(e.ctx, ws, "po-ok", "")),
 			second(e.eng.FailPayout(e.ctx, ws, "po-bad", "twice")),
-			second(e.eng.CompletePayout(e.ctx, ws, "po-bad", "late")),
+			second(e.eng.CompletePayout(e.ctx, ws, "po-bad", payoutkit.Completion{TxID: "late"})),
 		} {
 			wantErr(t, err, payoutkit.ErrConflict)
 		}
 		e.wantBalance(ws, "70.00", "0.00")
-		_, err = e.eng.CompletePayout(e.ctx, ws, "po-missing", "x")
+		_, err = e.eng.CompletePayout(e.ctx, ws, "po-missing", payoutkit.Completion{TxID: "x"})
 		wantErr(t, err, payoutkit.ErrNotFound)
 	})
 
@@ -198,7 +198,7 @@ func testPayouts(t *testing.T, open Open) {
 		must[payoutkit.Payout](t)(first(e.payout(a, "po-1", "5.00")))
 		_, err := e.eng.Payout(e.ctx, b, "po-1")
 		wantErr(t, err, payoutkit.ErrNotFound)
-		_, err = e.eng.CompletePayout(e.ctx, b, "po-1", "x")
+		_, err = e.eng.CompletePayout(e.ctx, b, "po-1", payoutkit.Completion{TxID: "x"})
 		wantErr(t, err, payoutkit.ErrNotFound)
 		// The same payout_id is free in another workspace.
 		e.fund(b, "1.00")

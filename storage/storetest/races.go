@@ -90,7 +90,7 @@ func testRaces(t *testing.T, open Open) {
 			if i%2 == 0 {
 				_, err = e.eng.FailPayout(e.ctx, ws, "po-1", "down")
 			} else {
-				_, err = e.eng.CompletePayout(e.ctx, ws, "po-1", "tx")
+				_, err = e.eng.CompletePayout(e.ctx, ws, "po-1", payoutkit.Completion{TxID: "tx"})
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -156,7 +156,7 @@ func testRaces(t *testing.T, open Open) {
 				if _, _, err := e.payout(ws, id, "3.00"); err == nil && i%3 == 0 {
 					_, _ = e.eng.FailPayout(e.ctx, ws, id, "x")
 				} else if err == nil && i%3 == 1 {
-					_, _ = e.eng.CompletePayout(e.ctx, ws, id, "tx")
+					_, _ = e.eng.CompletePayout(e.ctx, ws, id, payoutkit.Completion{TxID: "tx"})
 				}
 			}
 		})

@@ -180,7 +180,7 @@ func MigrationBackfill[S payoutkit.Store](t *testing.T, dsn string, db DB[S]) {
 
 	// The money paths carry on from the backfilled totals.
 	eng := newEngine(t, s)
-	if _, err := eng.CompletePayout(ctx, "ws_one", "p-6", "tx-6"); err != nil {
+	if _, err := eng.CompletePayout(ctx, "ws_one", "p-6", payoutkit.Completion{TxID: "tx-6"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := eng.FailPayout(ctx, "ws_one", "p-1", "bounced"); err != nil {
