@@ -171,7 +171,7 @@ func testPayoutDayCounters(t *testing.T, open Open) {
 				must[payoutkit.Payout](t)(eng.ApprovePayout(e.ctx, ws, id, payoutkit.ActorCLI))
 			}
 			if rnd.IntN(2) == 0 {
-				must[payoutkit.Payout](t)(eng.CompletePayout(e.ctx, ws, id, payoutkit.Completion{TxID: "tx-"+id}))
+				must[payoutkit.Payout](t)(eng.CompletePayout(e.ctx, ws, id, payoutkit.Completion{TxID: "tx-" + id}))
 			} else {
 				must[payoutkit.Payout](t)(eng.FailPayout(e.ctx, ws, id, "no"))
 			}

@@ -106,7 +106,7 @@ func testFilters(t *testing.T, open Open) {
 		create(other, fmt.Sprintf("a-%d", i), "alice")
 	}
 	for _, id := range []string{"a-1", "b-2", "a-4"} {
-		must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, id, payoutkit.Completion{TxID: "tx-"+id}))
+		must[payoutkit.Payout](t)(e.eng.CompletePayout(e.ctx, ws, id, payoutkit.Completion{TxID: "tx-" + id}))
 	}
 	must[payoutkit.Payout](t)(e.eng.FailPayout(e.ctx, ws, "a-5", ""))
 

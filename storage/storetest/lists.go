@@ -81,7 +81,7 @@ func testLists(t *testing.T, open Open) {
 	create(ws, "p-12", "carol", 20)
 	c.set(at(30))
 	for _, id := range []string{"p-1", "p-4", "p-12"} {
-		must[payoutkit.Payout](t)(eng.CompletePayout(e.ctx, ws, id, payoutkit.Completion{TxID: "tx-"+id}))
+		must[payoutkit.Payout](t)(eng.CompletePayout(e.ctx, ws, id, payoutkit.Completion{TxID: "tx-" + id}))
 	}
 	must[payoutkit.Payout](t)(eng.FailPayout(e.ctx, ws, "p-6", ""))
 
