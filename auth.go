@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -237,8 +236,8 @@ const BootstrapWorkspaceID = "ws_default"
 // store at once, one workspace is created: they all create the same id, and
 // the store's uniqueness lets one through.
 func (e *Engine) Bootstrap(ctx context.Context) (nw NewWorkspace, created bool, err error) {
-	n, err := e.store.WorkspaceCount(ctx)
-	if err != nil || n > 0 {
+	ids, err := e.store.WorkspaceIDs(ctx)
+	if err != nil || len(ids) > 0 {
 		return NewWorkspace{}, false, err
 	}
 	nw, err = e.createWorkspace(ctx, BootstrapWorkspaceID, CreateWorkspaceRequest{Name: "default"})
@@ -301,8 +300,9 @@ func (e *Engine) createWorkspace(ctx context.Context, id string, req CreateWorks
 }
 
 // CreateAPIKey adds an API key with the scopes and address allowlist of
-// req to the workspace (the zero req: every scope, any address), records it in the security log as by's (its prefix
-// and controls, never the key), and returns it once, with those controls as
+// req to the workspace (the zero req: every scope, any address), records it
+// in the security log as by's in the same transaction (its prefix and
+// controls, never the key), and returns it once, with those controls as
 // stored. Invalid controls are a 40000 naming "scopes" or "allow_ips".
 func (e *Engine) CreateAPIKey(ctx context.Context, workspaceID string, req CreateAPIKeyRequest, by Actor) (NewKey, error) {
 	scopes, ips, err := req.check()
@@ -315,14 +315,12 @@ func (e *Engine) CreateAPIKey(ctx context.Context, workspaceID string, req Creat
 	if err := by.confirm(ctx); err != nil {
 		return NewKey{}, err
 	}
-	k, err := retryPrefix(func() (NewKey, error) {
+	return retryPrefix(func() (NewKey, error) {
 		plain, key := e.newAPIKey(workspaceID, scopes, ips)
-		return plain, e.store.InsertAPIKey(ctx, key)
+		log := logEntry(workspaceID, key.CreatedAt, ActionKeyCreated, by, keyDetails(key.Prefix, key.Scopes, key.AllowIPs))
+		_, err := e.store.InsertAPIKey(ctx, key, false, log)
+		return plain, err
 	})
-	if err != nil {
-		return NewKey{}, err
-	}
-	return k, e.logChange(ctx, workspaceID, ActionKeyCreated, by, keyDetails(k.Prefix, k.Scopes, k.AllowIPs))
 }
 
 // retryPrefix retries a key insert whose random prefix was taken (62^8
@@ -361,11 +359,9 @@ func (e *Engine) RevokeAPIKey(ctx context.Context, workspaceID, prefix string, b
 	if err := by.confirm(ctx); err != nil {
 		return 0, err
 	}
-	n, err := e.store.RevokeAPIKeys(ctx, workspaceID, prefix, e.clock())
-	if err != nil || n == 0 {
-		return n, err
-	}
-	return n, e.logChange(ctx, workspaceID, ActionKeyRevoked, by, map[string]string{"prefix": prefix})
+	now := e.clock()
+	log := logEntry(workspaceID, now, ActionKeyRevoked, by, map[string]string{"prefix": prefix})
+	return e.store.RevokeAPIKeys(ctx, workspaceID, prefix, now, log)
 }
 
 // ResetAPIKeys revokes every active key of the workspace and returns one new
@@ -379,19 +375,12 @@ func (e *Engine) ResetAPIKeys(ctx context.Context, workspaceID string, by Actor)
 	if err := by.confirm(ctx); err != nil {
 		return NewKey{}, err
 	}
-	revoked := 0
-	k, err := retryPrefix(func() (NewKey, error) {
+	return retryPrefix(func() (NewKey, error) {
 		plain, key := e.newAPIKey(workspaceID, AllScopes(), nil)
-		n, err := e.store.ResetAPIKeys(ctx, key)
-		revoked = n
+		log := logEntry(workspaceID, key.CreatedAt, ActionKeysReset, by, keyDetails(key.Prefix, key.Scopes, key.AllowIPs))
+		_, err := e.store.InsertAPIKey(ctx, key, true, log)
 		return plain, err
 	})
-	if err != nil {
-		return NewKey{}, err
-	}
-	d := keyDetails(k.Prefix, k.Scopes, k.AllowIPs)
-	d["revoked"] = strconv.Itoa(revoked)
-	return k, e.logChange(ctx, workspaceID, ActionKeysReset, by, d)
 }
 
 // Workspace returns one workspace, its webhook secret included (opened,
@@ -446,10 +435,11 @@ func (e *Engine) SetWebhookURL(ctx context.Context, workspaceID, webhookURL stri
 	if err := by.confirm(ctx); err != nil {
 		return Workspace{}, err
 	}
-	if err := e.store.SetWebhook(ctx, ws.ID, webhookURL, ws.WebhookSecret); err != nil {
+	log := logEntry(ws.ID, e.clock(), ActionWebhookURLSet, by, map[string]string{"url": redactURL(webhookURL)})
+	if err := e.store.SetWebhook(ctx, ws.ID, webhookURL, ws.WebhookSecret, log); err != nil {
 		return Workspace{}, err
 	}
-	return opened, e.logChange(ctx, ws.ID, ActionWebhookURLSet, by, map[string]string{"url": redactURL(webhookURL)})
+	return opened, nil
 }
 
 // RotateWebhookSecret gives the workspace a new signing secret and returns
@@ -469,10 +459,11 @@ func (e *Engine) RotateWebhookSecret(ctx context.Context, workspaceID string, by
 	if err != nil {
 		return Workspace{}, err
 	}
-	if err := e.store.SetWebhook(ctx, ws.ID, ws.WebhookURL, stored); err != nil {
+	log := logEntry(ws.ID, e.clock(), ActionWebhookSecretRotated, by, nil)
+	if err := e.store.SetWebhook(ctx, ws.ID, ws.WebhookURL, stored, log); err != nil {
 		return Workspace{}, err
 	}
-	return ws, e.logChange(ctx, ws.ID, ActionWebhookSecretRotated, by, nil)
+	return ws, nil
 }
 
 func newWebhookSecret() string { return "whsec_" + random.Base62(48) }

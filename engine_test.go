@@ -158,8 +158,8 @@ func TestBootstrapOnce(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n, _ := store.WorkspaceCount(t.Context()); created.Load() != 1 || n != 1 {
-		t.Fatalf("%d bootstraps reported, %d workspaces; want 1 and 1", created.Load(), n)
+	if ids, _ := store.WorkspaceIDs(t.Context()); created.Load() != 1 || len(ids) != 1 {
+		t.Fatalf("%d bootstraps reported, workspaces %v; want 1 and 1", created.Load(), ids)
 	}
 }
 

@@ -1,7 +1,6 @@
 package payoutkit
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -18,16 +17,6 @@ const (
 	ActionWebhookURLSet        = "webhook.url_set"
 	ActionWebhookSecretRotated = "webhook.secret_rotated"
 )
-
-// logChange records a change that has just been made in the workspace's
-// security log. The change stays made when the record fails; the error
-// says so, so that the caller does not take the change for refused.
-func (e *Engine) logChange(ctx context.Context, workspaceID, action string, by Actor, details map[string]string) error {
-	if err := e.store.AppendSecurityLog(ctx, logEntry(workspaceID, e.clock(), action, by, details)); err != nil {
-		return fmt.Errorf("payoutkit: %s was made but not recorded in the security log: %w", action, err)
-	}
-	return nil
-}
 
 // keyDetails is what the security log says of a key: its prefix and
 // controls, never the key or its hash.

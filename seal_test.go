@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/storage/memstore"
@@ -199,7 +200,7 @@ func TestEngineSealsWebhookSecrets(t *testing.T) {
 
 	// A sealed secret copied to another workspace's row does not open.
 	other, _ := eng.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Other"})
-	if err := store.SetWebhook(ctx, other.Workspace.ID, "", raw.WebhookSecret); err != nil {
+	if err := store.SetWebhook(ctx, other.Workspace.ID, "", raw.WebhookSecret, payoutkit.SecurityLogEntry{WorkspaceID: other.Workspace.ID, At: time.Now(), Action: payoutkit.ActionWebhookSecretRotated, Actor: "cli"}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = eng.Workspace(ctx, other.Workspace.ID)

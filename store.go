@@ -51,34 +51,35 @@ type WorkspaceStore interface {
 	CreateWorkspace(ctx context.Context, ws Workspace, staff StaffUser, key APIKey) error
 	// Workspace returns one workspace.
 	Workspace(ctx context.Context, id string) (Workspace, error)
-	// SetWebhook replaces a workspace's webhook URL and signing secret.
-	SetWebhook(ctx context.Context, workspaceID, url, secret string) error
+	// SetWebhook replaces a workspace's webhook URL and signing secret and
+	// appends log, atomically.
+	SetWebhook(ctx context.Context, workspaceID, url, secret string, log SecurityLogEntry) error
 	// SwapWebhookSecret replaces a workspace's stored webhook secret with
 	// next only while it is still old, so that a concurrent rotation wins:
 	// otherwise ErrConflict (ErrNotFound for an unknown workspace). It
 	// changes nothing else.
 	SwapWebhookSecret(ctx context.Context, workspaceID, old, next string) error
-	// WorkspaceCount returns how many workspaces exist, so that a server can
-	// tell an empty database on its first start.
-	WorkspaceCount(ctx context.Context) (int, error)
-	// WorkspaceIDs lists every workspace's id, oldest first, for audits.
+	// WorkspaceIDs lists every workspace's id, oldest first, for audits and
+	// for a server telling an empty database on its first start.
 	WorkspaceIDs(ctx context.Context) ([]string, error)
 }
 
 // KeyStore keeps hashed API keys.
 type KeyStore interface {
-	// InsertAPIKey stores a new key; a taken prefix is ErrConflict.
-	InsertAPIKey(ctx context.Context, key APIKey) error
+	// InsertAPIKey stores a new key and appends log, atomically; a taken
+	// prefix is ErrConflict. With revokeOthers it first revokes every active
+	// key of the workspace, in the same transaction (a reset), returns how
+	// many it revoked and records that count in log's Details as
+	// "revoked".
+	InsertAPIKey(ctx context.Context, key APIKey, revokeOthers bool, log SecurityLogEntry) (revoked int, err error)
 	// APIKey returns the key with the given prefix, revoked or not.
 	APIKey(ctx context.Context, prefix string) (APIKey, error)
 	// APIKeys lists a workspace's keys, newest first.
 	APIKeys(ctx context.Context, workspaceID string) ([]APIKey, error)
 	// RevokeAPIKeys revokes the workspace's active keys with the given prefix,
-	// or all of them when prefix is empty, and returns how many it revoked.
-	RevokeAPIKeys(ctx context.Context, workspaceID, prefix string, at time.Time) (int, error)
-	// ResetAPIKeys revokes every active key of the workspace and stores key,
-	// atomically.
-	ResetAPIKeys(ctx context.Context, key APIKey) (revoked int, err error)
+	// or all of them when prefix is empty, returns how many it revoked and,
+	// when that is any, appends log, atomically.
+	RevokeAPIKeys(ctx context.Context, workspaceID, prefix string, at time.Time, log SecurityLogEntry) (int, error)
 	// TouchAPIKey records that the key was used at the given time.
 	TouchAPIKey(ctx context.Context, prefix string, at time.Time) error
 }
@@ -251,8 +252,6 @@ type ControlStore interface {
 	// same transaction. Any other payout is ErrConflict; an unknown one
 	// ErrNotFound.
 	RejectPayout(ctx context.Context, p Payout, ev Event, log SecurityLogEntry) error
-	// AppendSecurityLog appends one entry to the workspace's security log.
-	AppendSecurityLog(ctx context.Context, e SecurityLogEntry) error
 	// SecurityLog lists the workspace's security log, newest first.
 	SecurityLog(ctx context.Context, workspaceID string, page PageRequest) (Page[SecurityLogEntry], error)
 }

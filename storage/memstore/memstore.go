@@ -6,6 +6,7 @@ package memstore
 import (
 	"container/list"
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -167,7 +168,7 @@ func (s *Store) Workspace(_ context.Context, id string) (payoutkit.Workspace, er
 }
 
 // SetWebhook implements payoutkit.WorkspaceStore.
-func (s *Store) SetWebhook(_ context.Context, workspaceID, url, secret string) error {
+func (s *Store) SetWebhook(_ context.Context, workspaceID, url, secret string, log payoutkit.SecurityLogEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w, err := s.workspace(workspaceID)
@@ -175,6 +176,7 @@ func (s *Store) SetWebhook(_ context.Context, workspaceID, url, secret string) e
 		return err
 	}
 	w.ws.WebhookURL, w.ws.WebhookSecret = url, secret
+	s.appendLog(w, log)
 	return nil
 }
 
@@ -205,13 +207,6 @@ func (s *Store) StaffUser(_ context.Context, email string) (payoutkit.StaffUser,
 	return u, nil
 }
 
-// WorkspaceCount implements payoutkit.WorkspaceStore.
-func (s *Store) WorkspaceCount(context.Context) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.workspaces), nil
-}
-
 // WorkspaceIDs implements payoutkit.WorkspaceStore.
 func (s *Store) WorkspaceIDs(context.Context) ([]string, error) {
 	s.mu.Lock()
@@ -234,22 +229,34 @@ func (s *Store) WorkspaceIDs(context.Context) ([]string, error) {
 }
 
 // InsertAPIKey implements payoutkit.KeyStore.
-func (s *Store) InsertAPIKey(_ context.Context, key payoutkit.APIKey) error {
+func (s *Store) InsertAPIKey(_ context.Context, key payoutkit.APIKey, revokeOthers bool, log payoutkit.SecurityLogEntry) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.insertKey(key)
+	if s.keys[key.Prefix] != nil {
+		return 0, payoutkit.ErrConflict
+	}
+	w, err := s.workspace(key.WorkspaceID)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	if revokeOthers {
+		n = s.revoke(key.WorkspaceID, "", key.CreatedAt)
+		log.Details = maps.Clone(log.Details)
+		if log.Details == nil {
+			log.Details = map[string]string{}
+		}
+		log.Details["revoked"] = strconv.Itoa(n)
+	}
+	s.insertKey(key)
+	s.appendLog(w, log)
+	return n, nil
 }
 
-func (s *Store) insertKey(key payoutkit.APIKey) error {
-	if s.keys[key.Prefix] != nil {
-		return payoutkit.ErrConflict
-	}
-	if _, err := s.workspace(key.WorkspaceID); err != nil {
-		return err
-	}
+// insertKey stores a key whose prefix is free, of a workspace that exists.
+func (s *Store) insertKey(key payoutkit.APIKey) {
 	key = cloneKey(key)
 	s.keys[key.Prefix] = &key
-	return nil
 }
 
 // APIKey implements payoutkit.KeyStore.
@@ -298,10 +305,14 @@ func (s *Store) APIKeys(_ context.Context, workspaceID string) ([]payoutkit.APIK
 }
 
 // RevokeAPIKeys implements payoutkit.KeyStore.
-func (s *Store) RevokeAPIKeys(_ context.Context, workspaceID, prefix string, at time.Time) (int, error) {
+func (s *Store) RevokeAPIKeys(_ context.Context, workspaceID, prefix string, at time.Time, log payoutkit.SecurityLogEntry) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.revoke(workspaceID, prefix, at), nil
+	n := s.revoke(workspaceID, prefix, at)
+	if w, err := s.workspace(workspaceID); err == nil && n > 0 {
+		s.appendLog(w, log)
+	}
+	return n, nil
 }
 
 func (s *Store) revoke(workspaceID, prefix string, at time.Time) int {
@@ -313,20 +324,6 @@ func (s *Store) revoke(workspaceID, prefix string, at time.Time) int {
 		}
 	}
 	return n
-}
-
-// ResetAPIKeys implements payoutkit.KeyStore.
-func (s *Store) ResetAPIKeys(_ context.Context, key payoutkit.APIKey) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.keys[key.Prefix] != nil {
-		return 0, payoutkit.ErrConflict
-	}
-	if _, err := s.workspace(key.WorkspaceID); err != nil {
-		return 0, err
-	}
-	n := s.revoke(key.WorkspaceID, "", key.CreatedAt)
-	return n, s.insertKey(key)
 }
 
 // TouchAPIKey implements payoutkit.KeyStore.

@@ -285,8 +285,8 @@ func TestBootstrapOnceAcrossStores(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			if n, _ := stores[0].WorkspaceCount(t.Context()); created.Load() != 1 || n != 1 {
-				t.Fatalf("%d bootstraps reported, %d workspaces; want 1 and 1", created.Load(), n)
+			if ids, _ := stores[0].WorkspaceIDs(t.Context()); created.Load() != 1 || len(ids) != 1 {
+				t.Fatalf("%d bootstraps reported, workspaces %v; want 1 and 1", created.Load(), ids)
 			}
 		})
 	}

@@ -220,7 +220,7 @@ func TestNewDatabaseIsPrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.WorkspaceCount(t.Context()); err != nil { // touches the WAL
+	if _, err := s.WorkspaceIDs(t.Context()); err != nil { // touches the WAL
 		t.Fatal(err)
 	}
 	for _, f := range []string{path, path + "-wal", path + "-shm"} {

@@ -60,7 +60,7 @@ func TestPriorityWritesBesideLoad(t *testing.T) {
 		if _, err := os.Stat(priorityFile(path)); !os.IsNotExist(err) {
 			t.Fatalf("round %d: a priority file while the admin store is idle: %v", i, err)
 		}
-		err = admin.SetWebhook(t.Context(), e.ws, fmt.Sprintf("https://hooks.example/%d", i), "whsec_"+fmt.Sprint(i))
+		err = admin.SetWebhook(t.Context(), e.ws, fmt.Sprintf("https://hooks.example/%d", i), "whsec_"+fmt.Sprint(i), webhookLog(e.ws))
 		admin.Close()
 		if err != nil {
 			t.Fatalf("round %d: the admin write beside the load: %v", i, err)
@@ -93,7 +93,9 @@ func TestPriorityFileStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- e.s.SetWebhook(t.Context(), e.ws, "https://hooks.example/x", "whsec_x") }()
+	go func() {
+		done <- e.s.SetWebhook(t.Context(), e.ws, "https://hooks.example/x", "whsec_x", webhookLog(e.ws))
+	}()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -102,4 +104,10 @@ func TestPriorityFileStale(t *testing.T) {
 	case <-time.After(priorityStale):
 		t.Fatal("a stale priority file held a write back")
 	}
+}
+
+// webhookLog is the security log entry of a webhook change by the command
+// line.
+func webhookLog(ws string) payoutkit.SecurityLogEntry {
+	return payoutkit.SecurityLogEntry{WorkspaceID: ws, At: time.Now().UTC(), Action: payoutkit.ActionWebhookURLSet, Actor: "cli"}
 }

@@ -307,22 +307,6 @@ func testControls(t *testing.T, open Open) {
 		}
 	})
 
-	t.Run("SecurityLog", func(t *testing.T) {
-		e := newEnv(t, open)
-		ws := e.workspace().Workspace.ID
-		noErr(t, e.store.AppendSecurityLog(e.ctx, payoutkit.SecurityLogEntry{
-			WorkspaceID: ws, At: time.Now().UTC().Truncate(time.Microsecond), Action: "key.created",
-			Actor: "api:pk_abc", ClientAddr: "198.51.100.1", Details: map[string]string{"prefix": "pk_abc"},
-		}))
-		log := must[payoutkit.Page[payoutkit.SecurityLogEntry]](t)(e.eng.SecurityLog(e.ctx, ws, payoutkit.PageRequest{}))
-		if len(log.Items) != 1 || log.Items[0].Actor != "api:pk_abc" || log.Items[0].ClientAddr != "198.51.100.1" || log.Items[0].Details["prefix"] != "pk_abc" {
-			t.Fatalf("security log = %+v", log.Items)
-		}
-		wantErr(t, e.store.AppendSecurityLog(e.ctx, payoutkit.SecurityLogEntry{WorkspaceID: "ws_unknown", At: time.Now().UTC(), Action: "key.created", Actor: "cli"}), payoutkit.ErrNotFound)
-		_, err := e.eng.SecurityLog(e.ctx, "ws_unknown", payoutkit.PageRequest{})
-		wantErr(t, err, payoutkit.ErrNotFound)
-	})
-
 	t.Run("DailyWindow", func(t *testing.T) { testDailyWindow(t, open) })
 
 	t.Run("DailyLimitRace", func(t *testing.T) {

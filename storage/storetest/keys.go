@@ -171,8 +171,13 @@ func testKeys(t *testing.T, open Open) {
 		e := newEnv(t, open)
 		nw := e.workspace()
 		k := must[payoutkit.APIKey](t)(e.store.APIKey(e.ctx, nw.APIKey.Prefix))
-		wantErr(t, e.store.InsertAPIKey(e.ctx, k), payoutkit.ErrConflict)
-		_, err := e.store.APIKey(e.ctx, "NOPE1234")
+		log := payoutkit.SecurityLogEntry{WorkspaceID: nw.Workspace.ID, At: k.CreatedAt, Action: payoutkit.ActionKeyCreated, Actor: "cli"}
+		_, err := e.store.InsertAPIKey(e.ctx, k, false, log)
+		wantErr(t, err, payoutkit.ErrConflict)
+		if n := len(must[payoutkit.Page[payoutkit.SecurityLogEntry]](t)(e.store.SecurityLog(e.ctx, nw.Workspace.ID, payoutkit.PageRequest{})).Items); n != 0 {
+			t.Fatalf("a refused key insert left %d security log entries", n)
+		}
+		_, err = e.store.APIKey(e.ctx, "NOPE1234")
 		wantErr(t, err, payoutkit.ErrNotFound)
 	})
 }

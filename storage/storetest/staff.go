@@ -84,8 +84,25 @@ func (e *staffEnv) signIn(email, password string) (staff.NewSession, error) {
 	return st.Session, err
 }
 
-// testLogins checks the first staff login that CreateWorkspace makes.
+// testLogins checks the first staff login that CreateWorkspace makes, and
+// the security log that sign-ins are appended to.
 func testLogins(t *testing.T, open OpenStaff) {
+	t.Run("SecurityLog", func(t *testing.T) {
+		e, _ := newStaffEnv(t, open)
+		ws := e.workspace().Workspace.ID
+		noErr(t, e.store.AppendSecurityLog(e.ctx, payoutkit.SecurityLogEntry{
+			WorkspaceID: ws, At: time.Now().UTC().Truncate(time.Microsecond), Action: "key.created",
+			Actor: "api:pk_abc", ClientAddr: "198.51.100.1", Details: map[string]string{"prefix": "pk_abc"},
+		}))
+		log := must[payoutkit.Page[payoutkit.SecurityLogEntry]](t)(e.eng.SecurityLog(e.ctx, ws, payoutkit.PageRequest{}))
+		if len(log.Items) != 1 || log.Items[0].Actor != "api:pk_abc" || log.Items[0].ClientAddr != "198.51.100.1" || log.Items[0].Details["prefix"] != "pk_abc" {
+			t.Fatalf("security log = %+v", log.Items)
+		}
+		wantErr(t, e.store.AppendSecurityLog(e.ctx, payoutkit.SecurityLogEntry{WorkspaceID: "ws_unknown", At: time.Now().UTC(), Action: "key.created", Actor: "cli"}), payoutkit.ErrNotFound)
+		_, err := e.eng.SecurityLog(e.ctx, "ws_unknown", payoutkit.PageRequest{})
+		wantErr(t, err, payoutkit.ErrNotFound)
+	})
+
 	t.Run("CreateAndSignIn", func(t *testing.T) {
 		e, _ := newStaffEnv(t, open)
 		nw, err := e.eng.CreateWorkspace(e.ctx, payoutkit.CreateWorkspaceRequest{
@@ -118,12 +135,12 @@ func testLogins(t *testing.T, open OpenStaff) {
 
 	t.Run("GeneratedStaffLogin", func(t *testing.T) {
 		e, _ := newStaffEnv(t, open)
-		if n := must[int](t)(e.store.WorkspaceCount(e.ctx)); n != 0 {
-			t.Fatalf("a new store counts %d workspaces", n)
+		if ids := must[[]string](t)(e.store.WorkspaceIDs(e.ctx)); len(ids) != 0 {
+			t.Fatalf("a new store has workspaces %v", ids)
 		}
 		nw := e.workspace()
-		if n := must[int](t)(e.store.WorkspaceCount(e.ctx)); n != 1 {
-			t.Fatalf("WorkspaceCount = %d; want 1", n)
+		if ids := must[[]string](t)(e.store.WorkspaceIDs(e.ctx)); len(ids) != 1 || ids[0] != nw.Workspace.ID {
+			t.Fatalf("WorkspaceIDs = %v; want [%s]", ids, nw.Workspace.ID)
 		}
 		if nw.StaffEmail == "" || len(nw.StaffPassword) < 12 {
 			t.Fatalf("generated login %q / %q", nw.StaffEmail, nw.StaffPassword)

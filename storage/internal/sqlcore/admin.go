@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"maps"
+	"strconv"
 	"time"
 
 	"github.com/payoutkit/payoutkit"
@@ -44,15 +46,6 @@ func (o *Ops) Workspace(ctx context.Context, id string) (payoutkit.Workspace, er
 	return ws, nil
 }
 
-// WorkspaceCount implements payoutkit.WorkspaceStore.
-func (o *Ops) WorkspaceCount(ctx context.Context) (int, error) {
-	n, err := WorkspaceCount(ctx, o.w.Reader())
-	if err != nil {
-		return 0, o.c.Translate(ctx, "count workspaces", err)
-	}
-	return n, nil
-}
-
 // WorkspaceIDs implements payoutkit.WorkspaceStore.
 func (o *Ops) WorkspaceIDs(ctx context.Context) ([]string, error) {
 	ids, err := WorkspaceIDs(ctx, o.w.Reader())
@@ -60,12 +53,19 @@ func (o *Ops) WorkspaceIDs(ctx context.Context) ([]string, error) {
 }
 
 // SetWebhook implements payoutkit.WorkspaceStore.
-func (o *Ops) SetWebhook(ctx context.Context, workspaceID, url, secret string) error {
-	res, err := o.w.Admin().ExecContext(ctx, `UPDATE workspaces SET webhook_url = $2, webhook_secret = $3 WHERE id = $1`, workspaceID, url, secret)
-	if err != nil {
-		return o.c.Translate(ctx, "set webhook", err)
-	}
-	return MustAffect(res, payoutkit.ErrNotFound)
+func (o *Ops) SetWebhook(ctx context.Context, workspaceID, url, secret string, log payoutkit.SecurityLogEntry) error {
+	ctx = o.c.Detach(ctx)
+	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE workspaces SET webhook_url = $2, webhook_secret = $3 WHERE id = $1`, workspaceID, url, secret)
+		if err != nil {
+			return err
+		}
+		if err := MustAffect(res, payoutkit.ErrNotFound); err != nil {
+			return err
+		}
+		return o.appendLog(ctx, tx, log)
+	})
+	return o.c.Translate(ctx, "set webhook", err)
 }
 
 // SwapWebhookSecret implements payoutkit.WorkspaceStore: one conditional
@@ -94,8 +94,31 @@ func (o *Ops) StaffUser(ctx context.Context, email string) (payoutkit.StaffUser,
 }
 
 // InsertAPIKey implements payoutkit.KeyStore.
-func (o *Ops) InsertAPIKey(ctx context.Context, key payoutkit.APIKey) error {
-	return o.c.Translate(ctx, "insert API key", o.insertKey(ctx, o.w.Admin(), key))
+func (o *Ops) InsertAPIKey(ctx context.Context, key payoutkit.APIKey, revokeOthers bool, log payoutkit.SecurityLogEntry) (int, error) {
+	var revoked int
+	ctx = o.c.Detach(ctx)
+	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
+		if revokeOthers {
+			n, err := o.revokeKeys(ctx, tx, key.WorkspaceID, "", key.CreatedAt)
+			if err != nil {
+				return err
+			}
+			revoked = n
+			log.Details = maps.Clone(log.Details)
+			if log.Details == nil {
+				log.Details = map[string]string{}
+			}
+			log.Details["revoked"] = strconv.Itoa(n)
+		}
+		if err := o.insertKey(ctx, tx, key); err != nil {
+			return err
+		}
+		return o.appendLog(ctx, tx, log)
+	})
+	if err != nil {
+		return 0, o.c.Translate(ctx, "insert API key", err)
+	}
+	return revoked, nil
 }
 
 func (o *Ops) insertKey(ctx context.Context, q Querier, key payoutkit.APIKey) error {
@@ -142,9 +165,21 @@ func (o *Ops) APIKeys(ctx context.Context, workspaceID string) ([]payoutkit.APIK
 }
 
 // RevokeAPIKeys implements payoutkit.KeyStore.
-func (o *Ops) RevokeAPIKeys(ctx context.Context, workspaceID, prefix string, at time.Time) (int, error) {
-	n, err := o.revokeKeys(ctx, o.w.Admin(), workspaceID, prefix, at)
-	return n, o.c.Translate(ctx, "revoke API keys", err)
+func (o *Ops) RevokeAPIKeys(ctx context.Context, workspaceID, prefix string, at time.Time, log payoutkit.SecurityLogEntry) (int, error) {
+	var revoked int
+	ctx = o.c.Detach(ctx)
+	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
+		n, err := o.revokeKeys(ctx, tx, workspaceID, prefix, at)
+		if err != nil || n == 0 {
+			return err
+		}
+		revoked = n
+		return o.appendLog(ctx, tx, log)
+	})
+	if err != nil {
+		return 0, o.c.Translate(ctx, "revoke API keys", err)
+	}
+	return revoked, nil
 }
 
 func (o *Ops) revokeKeys(ctx context.Context, q Querier, workspaceID, prefix string, at time.Time) (int, error) {
@@ -158,24 +193,6 @@ func (o *Ops) revokeKeys(ctx context.Context, q Querier, workspaceID, prefix str
 	}
 	n, err := res.RowsAffected()
 	return int(n), err
-}
-
-// ResetAPIKeys implements payoutkit.KeyStore.
-func (o *Ops) ResetAPIKeys(ctx context.Context, key payoutkit.APIKey) (int, error) {
-	var revoked int
-	ctx = o.c.Detach(ctx)
-	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
-		n, err := o.revokeKeys(ctx, tx, key.WorkspaceID, "", key.CreatedAt)
-		if err != nil {
-			return err
-		}
-		revoked = n
-		return o.insertKey(ctx, tx, key)
-	})
-	if err != nil {
-		return 0, o.c.Translate(ctx, "reset API keys", err)
-	}
-	return revoked, nil
 }
 
 // TouchAPIKey implements payoutkit.KeyStore.

@@ -101,14 +101,16 @@ func StoreEdges(t *testing.T, s payoutkit.Store) {
 	_, _, err = s.CreateOrder(ctx, payoutkit.Order{WorkspaceID: "ws_missing", OrderID: "o", Status: payoutkit.OrderPending,
 		Amount: 1, CreatedAt: now, UpdatedAt: now})
 	wantIs(t, err, payoutkit.ErrNotFound)
-	wantIs(t, s.InsertAPIKey(ctx, payoutkit.APIKey{Prefix: "ZZZZZZZZ", WorkspaceID: "ws_missing", CreatedAt: now}), payoutkit.ErrNotFound)
-	wantIs(t, s.SetWebhook(ctx, "ws_missing", "", ""), payoutkit.ErrNotFound)
+	missingLog := payoutkit.SecurityLogEntry{WorkspaceID: "ws_missing", At: now, Action: payoutkit.ActionKeyCreated, Actor: "cli"}
+	_, err = s.InsertAPIKey(ctx, payoutkit.APIKey{Prefix: "ZZZZZZZZ", WorkspaceID: "ws_missing", CreatedAt: now}, false, missingLog)
+	wantIs(t, err, payoutkit.ErrNotFound)
+	wantIs(t, s.SetWebhook(ctx, "ws_missing", "", "", missingLog), payoutkit.ErrNotFound)
 	wantIs(t, s.MarkPayoutHandedOff(ctx, payoutkit.PayoutLease{Payout: payoutkit.Payout{WorkspaceID: ws, PayoutID: "missing"}, Owner: "A", Token: 1}, now), payoutkit.ErrNotFound)
 	_, err = s.Payouts(ctx, "ws_missing", payoutkit.PayoutFilter{}, payoutkit.PageRequest{})
 	wantIs(t, err, payoutkit.ErrNotFound)
 	_, err = s.Audit(ctx, "ws_missing")
 	wantIs(t, err, payoutkit.ErrNotFound)
-	if n, err := s.RevokeAPIKeys(ctx, "ws_missing", "", now); n != 0 || err != nil {
+	if n, err := s.RevokeAPIKeys(ctx, "ws_missing", "", now, missingLog); n != 0 || err != nil {
 		t.Errorf("RevokeAPIKeys(missing) = %d, %v", n, err)
 	}
 
