@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/payoutkit/payoutkit/internal/jsonappend"
 )
 
 // PayoutStatus is the state of a payout.
@@ -87,7 +89,29 @@ func (p Payout) MarshalJSON() ([]byte, error) {
 	return p.appendJSON(make([]byte, 0, 512)), nil
 }
 
-// parseDecimal reads what appendJSONDecimal rendered.
+// appendJSON appends the contract's payout object, member for member what
+// json.Marshal of its payoutJSON writes (FuzzPayoutJSON holds it to that):
+// it is rendered on every create, as the answer and in the event's body.
+func (p Payout) appendJSON(b []byte) []byte {
+	b = jsonappend.String(append(b, `{"payout_id":`...), p.PayoutID)
+	b = jsonappend.String(append(b, `,"status":`...), string(p.Status))
+	b = append(p.Amount.appendText(append(b, `,"amount":"`...)), '"')
+	b = jsonappend.String(append(b, `,"currency":`...), Currency)
+	b = jsonappend.String(append(b, `,"asset":`...), p.Asset)
+	b = jsonappend.String(append(b, `,"network":`...), p.Network)
+	b = jsonappend.String(append(b, `,"address":`...), p.Address)
+	b = jsonappend.String(append(b, `,"payer_id":`...), p.PayerID)
+	b = jsonappend.Nullable(append(b, `,"txid":`...), p.TxID)
+	b = jsonappend.Decimal(append(b, `,"asset_amount":`...), p.AssetAmount)
+	b = jsonappend.Decimal(append(b, `,"network_fee":`...), p.NetworkFee)
+	b = jsonappend.Nullable(append(b, `,"failure_reason":`...), p.FailureReason)
+	b = jsonappend.Time(append(b, `,"created_at":`...), p.CreatedAt)
+	b = jsonappend.Time(append(b, `,"updated_at":`...), p.UpdatedAt)
+	b = jsonappend.String(append(b, `,"approval":`...), string(p.approval()))
+	return append(b, '}')
+}
+
+// parseDecimal reads what jsonappend.Decimal rendered.
 func parseDecimal(s *string) (decimal.NullDecimal, error) {
 	if s == nil {
 		return decimal.NullDecimal{}, nil
