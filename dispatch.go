@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/payoutkit/payoutkit/internal/logbudget"
 )
 
 // DeliveryConfig configures the engine's loops (Engine.Start): the webhook
@@ -237,7 +239,7 @@ type dispatcher struct {
 	eventOffers   *offers[claimedEvent]
 	running       atomic.Bool
 	// quiet bounds repeated warnings.
-	quiet *logBudget
+	quiet *logbudget.Budget
 }
 
 // newDispatcher returns the loops over store, reading workspaces from
@@ -256,7 +258,7 @@ func newDispatcher(store dispatchStore, cfg *DeliveryConfig, handOff payoutHandO
 	}
 	return &dispatcher{
 		store: store, cfg: cfg, handOver: handOff, workspaces: workspaces,
-		wake: make(chan struct{}, 1), wakeHandOffs: make(chan struct{}, 1), quiet: newLogBudget(),
+		wake: make(chan struct{}, 1), wakeHandOffs: make(chan struct{}, 1), quiet: logbudget.New(),
 		handOffOffers: newOffers[PayoutLease](cfg.Concurrency), eventOffers: newOffers[claimedEvent](cfg.Concurrency),
 		log: cfg.Logger.With("component", "delivery", "owner", cfg.Owner),
 	}, nil
@@ -377,7 +379,7 @@ func (d *dispatcher) prune(ctx context.Context) {
 		n, err := d.store.PruneEvents(ctx, before, pruneBatch)
 		if err != nil {
 			if ctx.Err() == nil {
-				d.quiet.log(ctx, d.log, slog.LevelWarn, "prune", "pruning delivered events; will try again", "err", err)
+				d.quiet.Log(ctx, d.log, slog.LevelWarn, "prune", "pruning delivered events; will try again", "err", err)
 			}
 			break
 		}
@@ -465,9 +467,9 @@ func (d *dispatcher) deliver(ctx context.Context, claimed claimedEvent, _ time.T
 		case errors.Is(err, ErrSealKeyMissing), errors.Is(err, ErrSealedSecretInvalid), errors.Is(err, errSealedSecret):
 			// Not the receiver's fault: no attempt is recorded, and the
 			// event is tried again after its lease, once the key is there.
-			d.quiet.log(ctx, d.eventLog(ev), slog.LevelError, "seal "+ev.WorkspaceID, "cannot open the workspace's webhook secret; the event waits", "err", err)
+			d.quiet.Log(ctx, d.eventLog(ev), slog.LevelError, "seal "+ev.WorkspaceID, "cannot open the workspace's webhook secret; the event waits", "err", err)
 		default:
-			d.quiet.log(ctx, d.eventLog(ev), slog.LevelWarn, "workspace", "reading the event's workspace", "err", err)
+			d.quiet.Log(ctx, d.eventLog(ev), slog.LevelWarn, "workspace", "reading the event's workspace", "err", err)
 		}
 		return time.Time{}
 	}
@@ -507,7 +509,7 @@ func (d *dispatcher) deliver(ctx context.Context, claimed claimedEvent, _ time.T
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if rerr := d.store.RecordAttempt(rctx, d.cfg.Owner, a, next); rerr != nil {
-		d.quiet.log(ctx, d.eventLog(ev), slog.LevelWarn, "record", "recording a delivery attempt; the event will be attempted again after the lease",
+		d.quiet.Log(ctx, d.eventLog(ev), slog.LevelWarn, "record", "recording a delivery attempt; the event will be attempted again after the lease",
 			"attempt", a.Attempt, "err", rerr)
 		return time.Time{}
 	}
@@ -522,14 +524,14 @@ func (d *dispatcher) deliver(ctx context.Context, claimed claimedEvent, _ time.T
 	case DeliveryPending:
 		// A receiver that is down fails every event: one line per
 		// workspace and minute says so.
-		d.quiet.log(ctx, d.eventLog(ev), slog.LevelInfo, "retry "+ev.WorkspaceID, "webhook attempt failed; will retry", "attempt", a.Attempt, "status", a.StatusCode,
+		d.quiet.Log(ctx, d.eventLog(ev), slog.LevelInfo, "retry "+ev.WorkspaceID, "webhook attempt failed; will retry", "attempt", a.Attempt, "status", a.StatusCode,
 			"err", a.Error, "next_attempt_at", next.NextAttemptAt)
 	case DeliveryFailed:
 		if errors.Is(err, errNoWebhookURL) {
 			d.eventLog(ev).DebugContext(ctx, "webhook not sent: the workspace has no webhook URL")
 			break
 		}
-		d.quiet.log(ctx, d.eventLog(ev), slog.LevelWarn, "give up "+ev.WorkspaceID, "webhook delivery failed; giving up", "attempt", a.Attempt, "status", a.StatusCode, "err", a.Error)
+		d.quiet.Log(ctx, d.eventLog(ev), slog.LevelWarn, "give up "+ev.WorkspaceID, "webhook delivery failed; giving up", "attempt", a.Attempt, "status", a.StatusCode, "err", a.Error)
 	}
 	return time.Time{}
 }
@@ -577,7 +579,7 @@ func (d *dispatcher) handOff(ctx context.Context, p PayoutLease, leaseUntil time
 		// and records the hand-off.
 		d.log.DebugContext(ctx, "payout hand-off taken over by a newer claim", "workspace_id", p.WorkspaceID, "payout_id", p.PayoutID, "token", p.Token)
 	default:
-		d.quiet.log(ctx, d.log, slog.LevelWarn, "hand-off", "handing a payout to the processor; will retry after the lease",
+		d.quiet.Log(ctx, d.log, slog.LevelWarn, "hand-off", "handing a payout to the processor; will retry after the lease",
 			"workspace_id", p.WorkspaceID, "payout_id", p.PayoutID, "err", err)
 	}
 	return time.Time{}

@@ -170,7 +170,7 @@ func runLeased[T any](ctx context.Context, d *dispatcher, l leased[T]) {
 				nextPassOver = now.Add(passOverWait)
 			}
 			if err != nil && ctx.Err() == nil {
-				d.quiet.log(ctx, d.log, slog.LevelWarn, "claim "+l.name, "claiming "+l.name+"; will try again", "err", err)
+				d.quiet.Log(ctx, d.log, slog.LevelWarn, "claim "+l.name, "claiming "+l.name+"; will try again", "err", err)
 			}
 			started, queued := 0, 0
 			for _, it := range items {
