@@ -195,7 +195,7 @@ func (e *Engine) CreatePayout(ctx context.Context, workspaceID string, req Creat
 	}
 	// While this engine's loops run, the payout's hand-off and event are
 	// leased to them in the create's transaction and given to them from
-	// memory after it (dispatch_offer.go).
+	// memory after it (dispatcher.offer; internal/delivery's Offers).
 	d := e.runningLoops()
 	var lease Lease
 	if d != nil {
