@@ -495,7 +495,7 @@ func (d *dispatcher) deliver(ctx context.Context, claimed claimedEvent, _ time.T
 	a.StatusCode, a.ResponseHead = res.StatusCode, res.ResponseHead
 	next := EventDelivery{State: DeliveryDelivered, Attempts: a.Attempt}
 	if err != nil {
-		a.Error = cleanText([]byte(err.Error()), maxError)
+		a.Error = delivery.CleanText([]byte(err.Error()), maxError)
 		next.LastError = a.Error
 		next.State = DeliveryFailed
 		if a.Attempt <= len(d.cfg.RetryDelays) && !errors.Is(err, errNoWebhookURL) {

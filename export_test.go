@@ -34,16 +34,7 @@ func (d *dispatcher) Resend(ctx context.Context, workspaceID, eventID string) er
 	return d.resend(ctx, workspaceID, eventID)
 }
 
-const (
-	MaxAnswer = maxAnswer
-	MaxHead   = maxHead
-)
-
-var (
-	NonPublic          = nonPublic
-	RefuseNeverAllowed = refuseNeverAllowed
-	CleanText          = cleanText
-)
+const MaxAnswer = maxAnswer
 
 // NotifierTimeout is the timeout n applies to one delivery.
 func NotifierTimeout(n *HTTPNotifier) time.Duration { return n.timeout() }
