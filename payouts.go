@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/shopspring/decimal"
 
 	"github.com/payoutkit/payoutkit/internal/jsonappend"
+	"github.com/payoutkit/payoutkit/internal/textcheck"
 )
 
 // PayoutStatus is the state of a payout.
@@ -436,41 +435,15 @@ func checkAmount(v *validation, field, s string) Amount {
 }
 
 // maxText is the length limit of free-text fields such as payer_id, in characters.
-const maxText = 128
+const maxText = textcheck.MaxText
 
 // checkText accepts 1 to maxLen characters (0 when optional) of valid UTF-8
 // without control characters, format characters (bidi overrides, zero-width
-// ones) or U+FFFD.
+// ones) or U+FFFD (textcheck.Problem).
 func checkText(v *validation, field, s string, required bool, maxLen int) {
-	switch {
-	case s == "" && required:
-		v.add(field, "is required")
-	case !utf8.ValidString(s):
-		v.add(field, "must be valid UTF-8")
-	case len(s) > maxLen && utf8.RuneCountInString(s) > maxLen:
-		v.add(field, fmt.Sprintf("must be at most %d characters", maxLen))
-	case hasControl(s):
-		v.add(field, "must not contain control characters")
-	case hasInvisible(s):
-		v.add(field, "must not contain invisible or bidirectional formatting characters, or U+FFFD")
+	if problem := textcheck.Problem(s, required, maxLen); problem != "" {
+		v.add(field, problem)
 	}
-}
-
-// hasInvisible reports format characters (zero-width spaces and joiners,
-// bidirectional overrides such as U+202E, the byte order mark), which could
-// make a page or a log line read other than it is, and U+FFFD, which is what
-// a lone surrogate in the request's JSON decodes to.
-func hasInvisible(s string) bool {
-	return strings.ContainsFunc(s, func(r rune) bool { return unicode.Is(unicode.Cf, r) || r == utf8.RuneError })
-}
-
-func hasControl(s string) bool {
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return true
-		}
-	}
-	return false
 }
 
 func nullable(s string) *string {
