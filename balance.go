@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/payoutkit/payoutkit/internal/jsonappend"
 )
 
 // Balance is a workspace's USD balance. Available is what payouts may spend;
@@ -15,7 +17,7 @@ type Balance struct {
 
 // MarshalJSON renders the contract's balance object.
 func (b Balance) MarshalJSON() ([]byte, error) {
-	out := appendJSONString(append(make([]byte, 0, 64), `{"currency":`...), Currency)
+	out := jsonappend.String(append(make([]byte, 0, 64), `{"currency":`...), Currency)
 	out = append(b.Available.appendText(append(out, `,"available":"`...)), '"')
 	out = append(b.InProgress.appendText(append(out, `,"in_progress":"`...)), '"')
 	return append(out, '}'), nil

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/payoutkit/payoutkit/internal/delivery"
+	"github.com/payoutkit/payoutkit/internal/logbudget"
 )
 
 // DeliveryConfig configures the engine's loops (Engine.Start): the webhook
@@ -232,12 +234,13 @@ type dispatcher struct {
 	// for the hand-off loop.
 	wake, wakeHandOffs chan struct{}
 	// handOffOffers and eventOffers are the work of payouts this engine
-	// created leased to itself (dispatch_offer.go).
-	handOffOffers *offers[PayoutLease]
-	eventOffers   *offers[claimedEvent]
+	// created leased to itself (delivery.Offers, offerLease).
+	handOffOffers *delivery.Offers[PayoutLease]
+	eventOffers   *delivery.Offers[claimedEvent]
 	running       atomic.Bool
-	// quiet bounds repeated warnings.
-	quiet *logBudget
+	// loop is what both loops run on (delivery.Run); its Quiet bounds
+	// repeated warnings.
+	loop delivery.Config
 }
 
 // newDispatcher returns the loops over store, reading workspaces from
@@ -254,12 +257,17 @@ func newDispatcher(store dispatchStore, cfg *DeliveryConfig, handOff payoutHandO
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &dispatcher{
+	d := &dispatcher{
 		store: store, cfg: cfg, handOver: handOff, workspaces: workspaces,
-		wake: make(chan struct{}, 1), wakeHandOffs: make(chan struct{}, 1), quiet: newLogBudget(),
-		handOffOffers: newOffers[PayoutLease](cfg.Concurrency), eventOffers: newOffers[claimedEvent](cfg.Concurrency),
+		wake: make(chan struct{}, 1), wakeHandOffs: make(chan struct{}, 1),
+		handOffOffers: delivery.NewOffers[PayoutLease](cfg.Concurrency), eventOffers: delivery.NewOffers[claimedEvent](cfg.Concurrency),
 		log: cfg.Logger.With("component", "delivery", "owner", cfg.Owner),
-	}, nil
+	}
+	d.loop = delivery.Config{
+		Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize, Lease: cfg.Lease, PollInterval: cfg.PollInterval,
+		Now: d.now, At: cfg.Clock.At, Log: d.log, Quiet: logbudget.New(),
+	}
+	return d, nil
 }
 
 // run delivers events, and hands payouts over when handOver is set, until
@@ -286,24 +294,24 @@ func (d *dispatcher) run(ctx context.Context) error {
 	if d.handOver != nil {
 		go func() {
 			defer close(done)
-			runLeased(ctx, d, leased[PayoutLease]{
-				name: "payout hand-offs",
-				claim: func(ctx context.Context, now, until time.Time, limit int, _ []string) ([]PayoutLease, error) {
+			delivery.Run(ctx, d.loop, delivery.Loop[PayoutLease]{
+				Name: "payout hand-offs",
+				Claim: func(ctx context.Context, now, until time.Time, limit int, _ []string) ([]PayoutLease, error) {
 					ls, err := d.store.ClaimPayoutHandoffs(ctx, d.cfg.Owner, now, until, limit)
 					for i := range ls {
 						ls[i].ReadAt = now // the claim returns each payout as it is stored
 					}
 					return ls, err
 				},
-				key: func(l PayoutLease) string { return l.WorkspaceID + "\x00" + l.PayoutID },
-				id:  func(l PayoutLease) string { return l.WorkspaceID + "\x00" + l.PayoutID },
+				Key: func(l PayoutLease) string { return l.WorkspaceID + "\x00" + l.PayoutID },
+				ID:  func(l PayoutLease) string { return l.WorkspaceID + "\x00" + l.PayoutID },
 				// A claim made while the previous one still runs here has a
 				// newer fencing token: the running one can no longer record
 				// the hand-off, so this one runs after it.
-				newer:   func(claimed, running PayoutLease) bool { return claimed.Token > running.Token },
-				work:    d.handOff,
-				wake:    d.wakeHandOffs,
-				offered: d.handOffOffers,
+				Newer:   func(claimed, running PayoutLease) bool { return claimed.Token > running.Token },
+				Work:    d.handOff,
+				Wake:    d.wakeHandOffs,
+				Offered: d.handOffOffers,
 			})
 		}()
 	} else {
@@ -315,9 +323,9 @@ func (d *dispatcher) run(ctx context.Context) error {
 		d.pruneLoop(ctx)
 	}()
 	defer func() { <-pruned }()
-	runLeased(ctx, d, leased[claimedEvent]{
-		name: "events",
-		claim: func(ctx context.Context, now, until time.Time, limit int, full []string) ([]claimedEvent, error) {
+	delivery.Run(ctx, d.loop, delivery.Loop[claimedEvent]{
+		Name: "events",
+		Claim: func(ctx context.Context, now, until time.Time, limit int, full []string) ([]claimedEvent, error) {
 			var evs []Event
 			var err error
 			if len(full) > 0 {
@@ -329,19 +337,19 @@ func (d *dispatcher) run(ctx context.Context) error {
 		},
 		// One subject's events never go out in parallel; the store already
 		// holds a subject's later events back while an earlier one is pending.
-		key: func(ev claimedEvent) string { return ev.WorkspaceID + "\x00" + ev.Subject },
-		id:  func(ev claimedEvent) string { return ev.ID },
+		Key: func(ev claimedEvent) string { return ev.WorkspaceID + "\x00" + ev.Subject },
+		ID:  func(ev claimedEvent) string { return ev.ID },
 		// Each recorded attempt counts.
-		newer:     func(claimed, running claimedEvent) bool { return claimed.Attempts > running.Attempts },
-		tenant:    func(ev claimedEvent) string { return ev.WorkspaceID },
-		perTenant: d.cfg.MaxPerWorkspace,
-		work:      d.deliver,
-		wake:      d.wake,
-		offered:   d.eventOffers,
+		Newer:     func(claimed, running claimedEvent) bool { return claimed.Attempts > running.Attempts },
+		Tenant:    func(ev claimedEvent) string { return ev.WorkspaceID },
+		PerTenant: d.cfg.MaxPerWorkspace,
+		Work:      d.deliver,
+		Wake:      d.wake,
+		Offered:   d.eventOffers,
 		// The events offered together share their workspaces' reads, as a
 		// claim's do; each read is made after their commits.
-		adopt: func(evs []claimedEvent) {
-			reads := &claimReads{byID: make(map[string]*workspaceRead, 1)}
+		Adopt: func(evs []claimedEvent) {
+			reads := delivery.NewReads[Workspace]()
 			for i := range evs {
 				evs[i].reads = reads
 			}
@@ -377,7 +385,7 @@ func (d *dispatcher) prune(ctx context.Context) {
 		n, err := d.store.PruneEvents(ctx, before, pruneBatch)
 		if err != nil {
 			if ctx.Err() == nil {
-				d.quiet.log(ctx, d.log, slog.LevelWarn, "prune", "pruning delivered events; will try again", "err", err)
+				d.loop.Quiet.Log(ctx, d.log, slog.LevelWarn, "prune", "pruning delivered events; will try again", "err", err)
 			}
 			break
 		}
@@ -404,7 +412,7 @@ func (d *dispatcher) resend(ctx context.Context, workspaceID, eventID string) er
 }
 
 // wakeDelivery has the delivery loop claim at once instead of at its next poll.
-func (d *dispatcher) wakeDelivery() { poke(d.wake) }
+func (d *dispatcher) wakeDelivery() { delivery.Poke(d.wake) }
 
 // forwardWork wakes both loops on each of the store's signals of new work,
 // until ctx is cancelled. A new payout is both: its event and its hand-off.
@@ -414,18 +422,9 @@ func (d *dispatcher) forwardWork(ctx context.Context, work <-chan struct{}) {
 		case <-ctx.Done():
 			return
 		case <-work:
-			poke(d.wake)
-			poke(d.wakeHandOffs)
+			delivery.Poke(d.wake)
+			delivery.Poke(d.wakeHandOffs)
 		}
-	}
-}
-
-// poke makes a loop waiting on wake claim at once; a loop that already has
-// a wake-up pending needs no second one.
-func poke(wake chan<- struct{}) {
-	select {
-	case wake <- struct{}{}:
-	default:
 	}
 }
 
@@ -453,7 +452,7 @@ const maxError = 512
 // retry (a resend sends it again).
 func (d *dispatcher) deliver(ctx context.Context, claimed claimedEvent, _ time.Time) time.Time {
 	ev := claimed.Event
-	ws, err := claimed.reads.workspace(ctx, d.workspaces, ev.WorkspaceID)
+	ws, err := claimed.reads.Get(ev.WorkspaceID, func() (Workspace, error) { return d.workspaces.Workspace(ctx, ev.WorkspaceID) })
 	if err == nil && IsSealedSecret(ws.WebhookSecret) {
 		// Signing with the sealed form would send a signature no receiver
 		// can check.
@@ -465,9 +464,9 @@ func (d *dispatcher) deliver(ctx context.Context, claimed claimedEvent, _ time.T
 		case errors.Is(err, ErrSealKeyMissing), errors.Is(err, ErrSealedSecretInvalid), errors.Is(err, errSealedSecret):
 			// Not the receiver's fault: no attempt is recorded, and the
 			// event is tried again after its lease, once the key is there.
-			d.quiet.log(ctx, d.eventLog(ev), slog.LevelError, "seal "+ev.WorkspaceID, "cannot open the workspace's webhook secret; the event waits", "err", err)
+			d.loop.Quiet.Log(ctx, d.eventLog(ev), slog.LevelError, "seal "+ev.WorkspaceID, "cannot open the workspace's webhook secret; the event waits", "err", err)
 		default:
-			d.quiet.log(ctx, d.eventLog(ev), slog.LevelWarn, "workspace", "reading the event's workspace", "err", err)
+			d.loop.Quiet.Log(ctx, d.eventLog(ev), slog.LevelWarn, "workspace", "reading the event's workspace", "err", err)
 		}
 		return time.Time{}
 	}
@@ -496,7 +495,7 @@ func (d *dispatcher) deliver(ctx context.Context, claimed claimedEvent, _ time.T
 	a.StatusCode, a.ResponseHead = res.StatusCode, res.ResponseHead
 	next := EventDelivery{State: DeliveryDelivered, Attempts: a.Attempt}
 	if err != nil {
-		a.Error = cleanText([]byte(err.Error()), maxError)
+		a.Error = delivery.CleanText([]byte(err.Error()), maxError)
 		next.LastError = a.Error
 		next.State = DeliveryFailed
 		if a.Attempt <= len(d.cfg.RetryDelays) && !errors.Is(err, errNoWebhookURL) {
@@ -507,7 +506,7 @@ func (d *dispatcher) deliver(ctx context.Context, claimed claimedEvent, _ time.T
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if rerr := d.store.RecordAttempt(rctx, d.cfg.Owner, a, next); rerr != nil {
-		d.quiet.log(ctx, d.eventLog(ev), slog.LevelWarn, "record", "recording a delivery attempt; the event will be attempted again after the lease",
+		d.loop.Quiet.Log(ctx, d.eventLog(ev), slog.LevelWarn, "record", "recording a delivery attempt; the event will be attempted again after the lease",
 			"attempt", a.Attempt, "err", rerr)
 		return time.Time{}
 	}
@@ -522,14 +521,14 @@ func (d *dispatcher) deliver(ctx context.Context, claimed claimedEvent, _ time.T
 	case DeliveryPending:
 		// A receiver that is down fails every event: one line per
 		// workspace and minute says so.
-		d.quiet.log(ctx, d.eventLog(ev), slog.LevelInfo, "retry "+ev.WorkspaceID, "webhook attempt failed; will retry", "attempt", a.Attempt, "status", a.StatusCode,
+		d.loop.Quiet.Log(ctx, d.eventLog(ev), slog.LevelInfo, "retry "+ev.WorkspaceID, "webhook attempt failed; will retry", "attempt", a.Attempt, "status", a.StatusCode,
 			"err", a.Error, "next_attempt_at", next.NextAttemptAt)
 	case DeliveryFailed:
 		if errors.Is(err, errNoWebhookURL) {
 			d.eventLog(ev).DebugContext(ctx, "webhook not sent: the workspace has no webhook URL")
 			break
 		}
-		d.quiet.log(ctx, d.eventLog(ev), slog.LevelWarn, "give up "+ev.WorkspaceID, "webhook delivery failed; giving up", "attempt", a.Attempt, "status", a.StatusCode, "err", a.Error)
+		d.loop.Quiet.Log(ctx, d.eventLog(ev), slog.LevelWarn, "give up "+ev.WorkspaceID, "webhook delivery failed; giving up", "attempt", a.Attempt, "status", a.StatusCode, "err", a.Error)
 	}
 	return time.Time{}
 }
@@ -543,11 +542,7 @@ func (d *dispatcher) eventLog(ev Event) *slog.Logger {
 
 // retryAt returns when the attempt after failed attempt n is due.
 func (d *dispatcher) retryAt(n int) time.Time {
-	delay := d.cfg.RetryDelays[n-1]
-	if d.cfg.Jitter > 0 {
-		delay += time.Duration(rand.Int64N(int64(float64(delay)*d.cfg.Jitter) + 1))
-	}
-	return d.now().Add(delay).Truncate(time.Microsecond)
+	return d.now().Add(delivery.RetryDelay(d.cfg.RetryDelays, d.cfg.Jitter, n)).Truncate(time.Microsecond)
 }
 
 // handOff gives one claimed payout to the processor. A processor that says
@@ -577,8 +572,58 @@ func (d *dispatcher) handOff(ctx context.Context, p PayoutLease, leaseUntil time
 		// and records the hand-off.
 		d.log.DebugContext(ctx, "payout hand-off taken over by a newer claim", "workspace_id", p.WorkspaceID, "payout_id", p.PayoutID, "token", p.Token)
 	default:
-		d.quiet.log(ctx, d.log, slog.LevelWarn, "hand-off", "handing a payout to the processor; will retry after the lease",
+		d.loop.Quiet.Log(ctx, d.log, slog.LevelWarn, "hand-off", "handing a payout to the processor; will retry after the lease",
 			"workspace_id", p.WorkspaceID, "payout_id", p.PayoutID, "err", err)
 	}
 	return time.Time{}
+}
+
+// claimedEvent is an event as the delivery loop works on it: with the
+// workspace reads it shares with the other events of its claim
+// (delivery.Reads).
+type claimedEvent struct {
+	Event
+	reads *delivery.Reads[Workspace]
+	// offered: leased to this engine as it was created, not claimed.
+	offered bool
+}
+
+// withReads wraps the events of one claim so that they share reads.
+func withReads(evs []Event) []claimedEvent {
+	if len(evs) == 0 {
+		return nil
+	}
+	reads := delivery.NewReads[Workspace]()
+	out := make([]claimedEvent, len(evs))
+	for i, ev := range evs {
+		out[i] = claimedEvent{Event: ev, reads: reads}
+	}
+	return out
+}
+
+// offerLease is the lease for a payout about to be created, when the
+// loops can take its work now: they hand payouts over (a Processor is set)
+// and neither loop has more offered work than workers. Otherwise it is the
+// zero Lease, and the work is claimed as usual.
+func (d *dispatcher) offerLease() Lease {
+	if d.handOver == nil || !d.handOffOffers.Room() || !d.eventOffers.Room() {
+		return Lease{}
+	}
+	return Lease{Owner: d.cfg.Owner, Until: d.now().Add(d.cfg.Lease)}
+}
+
+// offer gives the loops the work of payout p, created with lease and the
+// event ev: its hand-off, unless its policy holds it, and its event. ev is
+// the event as the engine built it; a held payout's event body is rendered
+// again with the hold, as the store stored it.
+func (d *dispatcher) offer(p Payout, ev Event, lease Lease) {
+	if p.approval() == ApprovalPending {
+		var err error
+		if ev, err = ev.WithPayout(p); err != nil {
+			return // the stored event is claimed once its lease expires
+		}
+	} else {
+		d.handOffOffers.Add(PayoutLease{Payout: p, Owner: lease.Owner, Token: 1, ReadAt: d.now()}, lease.Until)
+	}
+	d.eventOffers.Add(claimedEvent{Event: ev, offered: true}, lease.Until)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/processor/sandbox"
 	"github.com/payoutkit/payoutkit/storage/memstore"
 )
 
@@ -136,8 +137,8 @@ func (c *countingHandOff) count() int {
 
 func TestSandboxSettleAfterSurvivesRestart(t *testing.T) {
 	clock := newFakeClock()
-	sandbox := &payoutkit.SandboxProcessor{SettleAfter: 5 * time.Minute, Now: clock.Now}
-	e := newEnvOn(t, memstore.New(), clock, sandbox)
+	rail := &sandbox.Processor{SettleAfter: 5 * time.Minute, Now: clock.Now}
+	e := newEnvOn(t, memstore.New(), clock, rail)
 	r := newReceiver(t)
 	ws := e.workspace(r)
 	e.fund(ws.ID, "10.00")
@@ -181,7 +182,7 @@ func TestSandboxSettleAfterSurvivesRestart(t *testing.T) {
 
 func TestSandboxSettlesOnTimeWithinLease(t *testing.T) {
 	clock := newFakeClock()
-	e := newEnvOn(t, memstore.New(), clock, &payoutkit.SandboxProcessor{SettleAfter: 10 * time.Second, Now: clock.Now})
+	e := newEnvOn(t, memstore.New(), clock, &sandbox.Processor{SettleAfter: 10 * time.Second, Now: clock.Now})
 	ws := e.workspace(nil)
 	e.fund(ws.ID, "10.00")
 	e.payout(ws.ID, "po-1", "4.00")
@@ -202,7 +203,7 @@ func TestSandboxSettlesOnTimeWithinLease(t *testing.T) {
 }
 
 func TestSandboxWithoutSettleAfterWaitsForHand(t *testing.T) {
-	e := newEnv(t, &payoutkit.SandboxProcessor{})
+	e := newEnv(t, &sandbox.Processor{})
 	ws := e.workspace(nil)
 	e.fund(ws.ID, "10.00")
 	e.payout(ws.ID, "po-1", "4.00")

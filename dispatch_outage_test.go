@@ -1,11 +1,15 @@
 package payoutkit_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -118,4 +122,44 @@ func toWebhook(ev payoutkit.Event) payoutkit.WebhookEvent {
 	var w payoutkit.WebhookEvent
 	_ = json.Unmarshal(ev.Body, &w)
 	return w
+}
+
+// syncWriter is a bytes.Buffer safe for the logger's goroutines.
+type syncWriter struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestReceiverDownLogsBoundedLines: a receiver that fails every one of 60
+// events logs one retry line for the workspace, not 60.
+func TestReceiverDownLogsBoundedLines(t *testing.T) {
+	e := newEnv(t, nil)
+	r := newReceiver(t)
+	r.setRespond(func(*http.Request, request) (int, string) { return 503, "down" })
+	ws := e.workspace(r)
+	for range 60 {
+		e.fund(ws.ID, "1.00")
+		e.clock.Advance(time.Microsecond) // distinct order ids
+	}
+	var out syncWriter
+	e.start(payoutkit.DeliveryConfig{Logger: slog.New(slog.NewTextHandler(&out, nil))})
+	r.waitCount(60)
+	for _, ev := range e.events(ws.ID) {
+		e.waitAttempts(ws.ID, ev.ID, 1)
+	}
+	if n := strings.Count(out.String(), "will retry"); n != 1 {
+		t.Fatalf("%d retry lines for 60 failed events; want 1:\n%s", n, out.String())
+	}
 }

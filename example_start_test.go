@@ -11,6 +11,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/processor/sandbox"
 	"github.com/payoutkit/payoutkit/storage/memstore"
 )
 
@@ -33,7 +34,7 @@ func ExampleEngine_Start() {
 
 	ctx := context.Background()
 	engine, err := payoutkit.New(memstore.New(), &payoutkit.Config{
-		Processor:    &payoutkit.SandboxProcessor{}, // a real rail in production
+		Processor:    &sandbox.Processor{}, // a real rail in production
 		PasswordCost: bcrypt.MinCost,
 		Logger:       slog.New(slog.DiscardHandler),
 		// The receiver listens on 127.0.0.1, which is refused by default.

@@ -13,7 +13,6 @@ type (
 	Dispatcher      = dispatcher
 	PayoutHandOff   = payoutHandOff
 	WorkspaceSource = workspaceSource
-	LogBudget       = logBudget
 )
 
 // NewDispatcher is newDispatcher: the engine's loops over store, handing
@@ -35,26 +34,7 @@ func (d *dispatcher) Resend(ctx context.Context, workspaceID, eventID string) er
 	return d.resend(ctx, workspaceID, eventID)
 }
 
-// NewLogBudgetAt is a log budget on the clock now.
-func NewLogBudgetAt(now func() time.Time) *LogBudget {
-	b := newLogBudget()
-	b.now = now
-	return b
-}
-
-func (b *logBudget) Allow(kind string) (ok bool, suppressed int) { return b.allow(kind) }
-
-const (
-	LogWindow = logWindow
-	MaxAnswer = maxAnswer
-	MaxHead   = maxHead
-)
-
-var (
-	NonPublic          = nonPublic
-	RefuseNeverAllowed = refuseNeverAllowed
-	CleanText          = cleanText
-)
+const MaxAnswer = maxAnswer
 
 // NotifierTimeout is the timeout n applies to one delivery.
 func NotifierTimeout(n *HTTPNotifier) time.Duration { return n.timeout() }

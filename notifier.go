@@ -8,14 +8,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
-	"slices"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
-	"unicode/utf8"
+
+	"github.com/payoutkit/payoutkit/internal/delivery"
+	"github.com/payoutkit/payoutkit/internal/dialguard"
 )
 
 // DefaultTimeout bounds one webhook delivery (contract §5).
@@ -80,9 +78,12 @@ func (n *HTTPNotifier) timeout() time.Duration {
 func (n *HTTPNotifier) httpClient() *http.Client {
 	n.once.Do(func() {
 		timeout := n.timeout()
-		dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, ControlContext: refusePrivate}
+		// The guard sees the address about to be dialed, after DNS: any
+		// non-public one is refused, or with AllowPrivate those no webhook
+		// may reach.
+		dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, ControlContext: dialguard.Control(dialguard.NonPublic, ErrForbiddenDestination)}
 		if n.AllowPrivate {
-			dialer.ControlContext = refuseNeverAllowed
+			dialer.ControlContext = dialguard.Control(dialguard.NeverAllowed, ErrForbiddenDestination)
 		}
 		n.client = &http.Client{
 			Timeout: timeout,
@@ -129,7 +130,7 @@ func (n *HTTPNotifier) Notify(ctx context.Context, ws Workspace, ev Event) (Deli
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
-	res = DeliveryResult{StatusCode: resp.StatusCode, ResponseHead: cleanText(answer, maxHead)}
+	res = DeliveryResult{StatusCode: resp.StatusCode, ResponseHead: delivery.CleanText(answer, maxHead)}
 	switch {
 	case err != nil:
 		return res, fmt.Errorf("reading the answer: %w", n.describe(err))
@@ -156,127 +157,4 @@ func (n *HTTPNotifier) describe(err error) error {
 		return fmt.Errorf("no answer within %s: %w", n.timeout(), err)
 	}
 	return err
-}
-
-// refusePrivate is the dialer's Control hook: it sees the resolved address
-// that is about to be connected to, and refuses any non-public one.
-func refusePrivate(_ context.Context, _, address string, _ syscall.RawConn) error {
-	return checkDial(address, nonPublic)
-}
-
-// refuseNeverAllowed is the Control hook with AllowPrivate: it refuses the
-// addresses no webhook may reach.
-func refuseNeverAllowed(_ context.Context, _, address string, _ syscall.RawConn) error {
-	return checkDial(address, neverAllowed)
-}
-
-func checkDial(address string, refuse func(netip.Addr) string) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return fmt.Errorf("%w: %s", ErrForbiddenDestination, address)
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return fmt.Errorf("%w: %s", ErrForbiddenDestination, address)
-	}
-	if why := refuse(ip); why != "" {
-		return fmt.Errorf("%w: %s is %s", ErrForbiddenDestination, ip, why)
-	}
-	return nil
-}
-
-// metadataAddrs are cloud metadata services outside the link-local ranges.
-var metadataAddrs = []netip.Addr{
-	netip.MustParseAddr("fd00:ec2::254"),   // AWS over IPv6
-	netip.MustParseAddr("100.100.100.200"), // Alibaba Cloud
-	netip.MustParseAddr("168.63.129.16"),   // Azure's wireserver
-}
-
-// neverAllowed names why an address is out of reach even for a sandbox or
-// an operator who allows private receivers, or returns "".
-func neverAllowed(ip netip.Addr) string {
-	ip = ip.Unmap()
-	switch {
-	case ip.IsUnspecified():
-		return "unspecified"
-	case ip.IsLinkLocalUnicast():
-		return "link-local (cloud metadata services live there)"
-	case ip.IsMulticast():
-		return "multicast"
-	case slices.Contains(metadataAddrs, ip):
-		return "a cloud metadata service"
-	}
-	return ""
-}
-
-// nonPublic names the kind of a non-public address, or returns "" for a
-// public unicast one.
-func nonPublic(ip netip.Addr) string {
-	ip = ip.Unmap()
-	if why := neverAllowed(ip); why != "" {
-		return why
-	}
-	switch {
-	case ip.IsUnspecified():
-		return "unspecified"
-	case ip.IsLoopback():
-		return "loopback"
-	case ip.IsPrivate():
-		return "private"
-	case ip.IsLinkLocalUnicast():
-		return "link-local"
-	case ip.IsMulticast():
-		return "multicast"
-	}
-	for _, r := range reservedRanges {
-		if r.prefix.Contains(ip) {
-			if r.embedsV4 {
-				// NAT64 and 6to4 carry an IPv4 address: judge that one.
-				b := ip.As16()
-				off := 12 // 64:ff9b::/96 keeps it in the last four bytes
-				if r.prefix.Bits() == 16 {
-					off = 2 // 2002::/16 keeps it right after the prefix
-				}
-				if why := nonPublic(netip.AddrFrom4([4]byte(b[off : off+4]))); why != "" {
-					return why + " (embedded in " + r.why + ")"
-				}
-				return ""
-			}
-			return r.why
-		}
-	}
-	return ""
-}
-
-var reservedRanges = []struct {
-	prefix   netip.Prefix
-	why      string
-	embedsV4 bool
-}{
-	{netip.MustParsePrefix("0.0.0.0/8"), "reserved (this network)", false},
-	{netip.MustParsePrefix("100.64.0.0/10"), "shared address space", false},
-	{netip.MustParsePrefix("192.0.0.0/24"), "reserved (IETF protocol assignments)", false},
-	{netip.MustParsePrefix("192.0.2.0/24"), "reserved (documentation)", false},
-	{netip.MustParsePrefix("198.18.0.0/15"), "reserved (benchmarking)", false},
-	{netip.MustParsePrefix("198.51.100.0/24"), "reserved (documentation)", false},
-	{netip.MustParsePrefix("203.0.113.0/24"), "reserved (documentation)", false},
-	{netip.MustParsePrefix("240.0.0.0/4"), "reserved", false}, // with 255.255.255.255
-	{netip.MustParsePrefix("64:ff9b::/96"), "NAT64", true},
-	{netip.MustParsePrefix("64:ff9b:1::/48"), "reserved (local NAT64)", false},
-	{netip.MustParsePrefix("100::/64"), "reserved (discard)", false},
-	{netip.MustParsePrefix("2001:db8::/32"), "reserved (documentation)", false},
-	{netip.MustParsePrefix("2002::/16"), "6to4", true},
-	{netip.MustParsePrefix("fec0::/10"), "site-local", false},
-}
-
-// cleanText returns b as valid UTF-8 without NUL bytes, cut to at most limit
-// bytes on a character boundary, so that any database stores it.
-func cleanText(b []byte, limit int) string {
-	s := strings.ToValidUTF8(string(b[:min(len(b), limit+utf8.UTFMax)]), "\uFFFD")
-	s = strings.ReplaceAll(s, "\x00", "")
-	for len(s) > limit {
-		_, size := utf8.DecodeLastRuneInString(s)
-		s = s[:len(s)-size]
-	}
-	return s
 }

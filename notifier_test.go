@@ -3,15 +3,12 @@ package payoutkit_test
 import (
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/payoutkit/payoutkit"
 )
@@ -133,56 +130,10 @@ func TestNotifierRefusesPrivateDestinations(t *testing.T) {
 	}
 }
 
-func TestNonPublic(t *testing.T) {
-	for addr, want := range map[string]string{
-		"127.0.0.1":            "loopback",
-		"127.1.2.3":            "loopback",
-		"::1":                  "loopback",
-		"::ffff:127.0.0.1":     "loopback",
-		"10.1.2.3":             "private",
-		"172.16.0.1":           "private",
-		"192.168.1.1":          "private",
-		"fd00::1":              "private",
-		"fd00:ec2::254":        "a cloud metadata service",
-		"169.254.169.254":      "link-local (cloud metadata services live there)",
-		"fe80::1":              "link-local (cloud metadata services live there)",
-		"0.0.0.0":              "unspecified",
-		"::":                   "unspecified",
-		"224.0.0.1":            "multicast",
-		"ff02::1":              "multicast",
-		"100.100.100.200":      "a cloud metadata service",
-		"100.100.100.201":      "shared address space",
-		"0.1.2.3":              "reserved (this network)",
-		"255.255.255.255":      "reserved",
-		"198.18.0.1":           "reserved (benchmarking)",
-		"64:ff9b::a00:1":       "private (embedded in NAT64)",
-		"2002:7f00:1::":        "loopback (embedded in 6to4)",
-		"8.8.8.8":              "",
-		"1.1.1.1":              "",
-		"2001:4860:4860::8888": "",
-		"64:ff9b::808:808":     "",
-		"172.32.0.1":           "",
-	} {
-		if got := payoutkit.NonPublic(netip.MustParseAddr(addr)); got != want {
-			t.Errorf("payoutkit.NonPublic(%s) = %q; want %q", addr, got, want)
-		}
-	}
-}
-
-// With AllowPrivate (the sandbox, -webhook-allow-private) loopback and
-// private receivers are reached, link-local addresses and metadata
-// services never.
+// With AllowPrivate (the sandbox, -webhook-allow-private) metadata
+// services are still never reached (internal/dialguard's tests hold the
+// rest of the rule).
 func TestNeverAllowed(t *testing.T) {
-	for addr, refused := range map[string]bool{
-		"127.0.0.1": false, "10.1.2.3": false, "192.168.0.10": false, "fd12::1": false, "8.8.8.8": false,
-		"169.254.169.254": true, "169.254.0.1": true, "fe80::1": true, "fd00:ec2::254": true,
-		"100.100.100.200": true, "168.63.129.16": true, "0.0.0.0": true, "::ffff:169.254.169.254": true, "224.0.0.1": true,
-	} {
-		err := payoutkit.RefuseNeverAllowed(t.Context(), "tcp", net.JoinHostPort(addr, "80"), nil)
-		if refused != errors.Is(err, payoutkit.ErrForbiddenDestination) {
-			t.Errorf("%s: %v; refused %v", addr, err, refused)
-		}
-	}
 	ws := payoutkit.Workspace{WebhookURL: "http://169.254.169.254/latest/meta-data/", WebhookSecret: "whsec_x"}
 	if _, err := (&payoutkit.HTTPNotifier{AllowPrivate: true}).Notify(t.Context(), ws, testEvent()); !errors.Is(err, payoutkit.ErrForbiddenDestination) {
 		t.Fatalf("Notify to the metadata service with AllowPrivate: %v; want payoutkit.ErrForbiddenDestination", err)
@@ -232,17 +183,6 @@ func TestNotifierRefusesOtherSchemes(t *testing.T) {
 }
 
 func TestResponseHead(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{strings.Repeat("x", 1000), strings.Repeat("x", 256)},
-		{"ok\x00done", "okdone"},
-		{"bad \xff\xfe bytes", "bad \uFFFD bytes"},
-		{strings.Repeat("x", 255) + "é", strings.Repeat("x", 255)}, // never half a character
-	} {
-		got := payoutkit.CleanText([]byte(c.in), payoutkit.MaxHead)
-		if got != c.want || !utf8.ValidString(got) || len(got) > payoutkit.MaxHead {
-			t.Errorf("payoutkit.CleanText(%q) = %q; want %q", c.in, got, c.want)
-		}
-	}
 	srv, _ := answering(t, 500, strings.Repeat("e", 5000))
 	res, _ := (&payoutkit.HTTPNotifier{AllowPrivate: true}).Notify(t.Context(), payoutkit.Workspace{WebhookURL: srv.URL}, testEvent())
 	if res.ResponseHead != strings.Repeat("e", 256) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/processor/sandbox"
 )
 
 // TestObservePayout checks that ObservePayout hears of each payout created
@@ -48,7 +49,7 @@ func TestObservePayout(t *testing.T) {
 	if _, err := eng.FailPayout(ctx, ws, "po-2", "rejected"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.SandboxCompletePayout(ctx, ws, "po-3", "tx-3"); err != nil {
+	if _, err := sandbox.Complete(ctx, eng, ws, "po-3", "tx-3"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := eng.FailPayout(ctx, ws, "po-1", ""); !errors.Is(err, payoutkit.ErrConflict) { // settled already

@@ -19,11 +19,11 @@
 //	defer engine.Stop(context.WithoutCancel(ctx))
 //
 // [Config] has a default for every field: the [Processor] that sends payouts
-// on a real rail ([SandboxProcessor] in the sandbox), the coin list
-// ([Coin]), the [KeyRing] that seals webhook secrets at rest, and the
-// delivery loop's [DeliveryConfig]. The loops deliver every webhook and hand
-// every payout to the Processor; engines in several processes may share one
-// store.
+// on a real rail (package processor/sandbox's moves no money, for tests and
+// demos; processor/evm pays out on EVM networks), the coin list ([Coin]),
+// the [KeyRing] that seals webhook secrets at rest, and the delivery loop's
+// [DeliveryConfig]. The loops deliver every webhook and hand every payout to
+// the Processor; engines in several processes may share one store.
 //
 // The runnable examples show each step: Example (a workspace funded and a
 // payout made and settled), [Engine.Start]'s (the loops with a processor),
@@ -124,7 +124,6 @@ type Service interface {
 	CreatePayout(ctx context.Context, workspaceID string, req CreatePayoutRequest) (p Payout, replayed bool, err error)
 	Payout(ctx context.Context, workspaceID, payoutID string) (Payout, error)
 	CompletePayout(ctx context.Context, workspaceID, payoutID string, c Completion) (Payout, error)
-	SandboxCompletePayout(ctx context.Context, workspaceID, payoutID, txid string) (Payout, error)
 	ListPayouts(ctx context.Context, workspaceID string, req ListPayoutsRequest) (List[Payout], error)
 	FailPayout(ctx context.Context, workspaceID, payoutID, reason string) (Payout, error)
 	Balance(ctx context.Context, workspaceID string) (Balance, error)
@@ -192,8 +191,7 @@ type Config struct {
 	// made, once it is stored, for metrics: p is the payout after the
 	// change, submitted when CreatePayout created it (not for a replay),
 	// completed or failed when this engine settled it (CompletePayout,
-	// CompletePayout, FailPayout, SandboxCompletePayout, a processor's
-	// settlement). Changes refused or made by another engine on the same
+	// FailPayout, a processor's settlement, the sandbox's by hand). Changes refused or made by another engine on the same
 	// store are not reported. It runs on the caller's goroutine,
 	// concurrently, and must return quickly. Defaults to nil.
 	ObservePayout func(p Payout)

@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/payoutkit/payoutkit/internal/jsonappend"
+	"github.com/payoutkit/payoutkit/internal/textcheck"
 )
 
 // PayoutStatus is the state of a payout.
@@ -87,7 +88,29 @@ func (p Payout) MarshalJSON() ([]byte, error) {
 	return p.appendJSON(make([]byte, 0, 512)), nil
 }
 
-// parseDecimal reads what appendJSONDecimal rendered.
+// appendJSON appends the contract's payout object, member for member what
+// json.Marshal of its payoutJSON writes (FuzzPayoutJSON holds it to that):
+// it is rendered on every create, as the answer and in the event's body.
+func (p Payout) appendJSON(b []byte) []byte {
+	b = jsonappend.String(append(b, `{"payout_id":`...), p.PayoutID)
+	b = jsonappend.String(append(b, `,"status":`...), string(p.Status))
+	b = append(p.Amount.appendText(append(b, `,"amount":"`...)), '"')
+	b = jsonappend.String(append(b, `,"currency":`...), Currency)
+	b = jsonappend.String(append(b, `,"asset":`...), p.Asset)
+	b = jsonappend.String(append(b, `,"network":`...), p.Network)
+	b = jsonappend.String(append(b, `,"address":`...), p.Address)
+	b = jsonappend.String(append(b, `,"payer_id":`...), p.PayerID)
+	b = jsonappend.Nullable(append(b, `,"txid":`...), p.TxID)
+	b = jsonappend.Decimal(append(b, `,"asset_amount":`...), p.AssetAmount)
+	b = jsonappend.Decimal(append(b, `,"network_fee":`...), p.NetworkFee)
+	b = jsonappend.Nullable(append(b, `,"failure_reason":`...), p.FailureReason)
+	b = jsonappend.Time(append(b, `,"created_at":`...), p.CreatedAt)
+	b = jsonappend.Time(append(b, `,"updated_at":`...), p.UpdatedAt)
+	b = jsonappend.String(append(b, `,"approval":`...), string(p.approval()))
+	return append(b, '}')
+}
+
+// parseDecimal reads what jsonappend.Decimal rendered.
 func parseDecimal(s *string) (decimal.NullDecimal, error) {
 	if s == nil {
 		return decimal.NullDecimal{}, nil
@@ -171,7 +194,7 @@ func (e *Engine) CreatePayout(ctx context.Context, workspaceID string, req Creat
 	}
 	// While this engine's loops run, the payout's hand-off and event are
 	// leased to them in the create's transaction and given to them from
-	// memory after it (dispatch_offer.go).
+	// memory after it (dispatcher.offer; internal/delivery's Offers).
 	d := e.runningLoops()
 	var lease Lease
 	if d != nil {
@@ -412,41 +435,15 @@ func checkAmount(v *validation, field, s string) Amount {
 }
 
 // maxText is the length limit of free-text fields such as payer_id, in characters.
-const maxText = 128
+const maxText = textcheck.MaxText
 
 // checkText accepts 1 to maxLen characters (0 when optional) of valid UTF-8
 // without control characters, format characters (bidi overrides, zero-width
-// ones) or U+FFFD.
+// ones) or U+FFFD (textcheck.Problem).
 func checkText(v *validation, field, s string, required bool, maxLen int) {
-	switch {
-	case s == "" && required:
-		v.add(field, "is required")
-	case !utf8.ValidString(s):
-		v.add(field, "must be valid UTF-8")
-	case len(s) > maxLen && utf8.RuneCountInString(s) > maxLen:
-		v.add(field, fmt.Sprintf("must be at most %d characters", maxLen))
-	case hasControl(s):
-		v.add(field, "must not contain control characters")
-	case hasInvisible(s):
-		v.add(field, "must not contain invisible or bidirectional formatting characters, or U+FFFD")
+	if problem := textcheck.Problem(s, required, maxLen); problem != "" {
+		v.add(field, problem)
 	}
-}
-
-// hasInvisible reports format characters (zero-width spaces and joiners,
-// bidirectional overrides such as U+202E, the byte order mark), which could
-// make a page or a log line read other than it is, and U+FFFD, which is what
-// a lone surrogate in the request's JSON decodes to.
-func hasInvisible(s string) bool {
-	return strings.ContainsFunc(s, func(r rune) bool { return unicode.Is(unicode.Cf, r) || r == utf8.RuneError })
-}
-
-func hasControl(s string) bool {
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return true
-		}
-	}
-	return false
 }
 
 func nullable(s string) *string {

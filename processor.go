@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"time"
-
-	"github.com/payoutkit/payoutkit/internal/random"
 )
 
 // Processor hands accepted payouts to the rail that actually sends the coins.
@@ -140,41 +138,4 @@ func (e *Engine) handOffPayout(ctx context.Context, l PayoutLease) error {
 	}
 	l.Payout = p
 	return e.store.MarkPayoutHandedOff(ctx, l, e.clock())
-}
-
-// SandboxProcessor is a processor for testing and demos: it moves no money.
-// With SettleAfter zero, it accepts every payout at once and payouts stay
-// submitted until settled by hand (CompletePayout, FailPayout). Otherwise it
-// answers ErrNotDue until SettleAfter has passed since the payout was created,
-// then completes the payout with a fake txid and the asset amount and
-// network fee of the sandbox rate table (SandboxCompletion). The delay lives
-// in the payout's stored creation time, not in a timer, so a restart in the
-// middle of it still settles the payout on time.
-type SandboxProcessor struct {
-	// SettleAfter is how long after creation a payout completes. Defaults to
-	// zero: never by itself.
-	SettleAfter time.Duration
-	// Now is the clock. Defaults to time.Now.
-	Now func() time.Time
-}
-
-// Submit implements Processor.
-func (s *SandboxProcessor) Submit(ctx context.Context, sub Submission, settler Settler) error {
-	p := sub.Payout
-	if s.SettleAfter <= 0 {
-		return nil
-	}
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
-	}
-	if due := p.CreatedAt.Add(s.SettleAfter); now().Before(due) {
-		return &NotDueError{At: due}
-	}
-	c := SandboxCompletion(p, sub.Coin, "sandbox-"+random.Base62(16))
-	_, err := settler.CompletePayout(ctx, p.WorkspaceID, p.PayoutID, c)
-	if errors.Is(err, ErrConflict) { // settled by hand meanwhile
-		return nil
-	}
-	return err
 }

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/shopspring/decimal"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/storage/memstore"
@@ -108,84 +106,6 @@ func TestCoinLimits(t *testing.T) {
 	b, _ := eng.Balance(ctx, ws)
 	if b.Available != 1000_00-251_00 || b.InProgress != 251_00 {
 		t.Fatalf("refused payouts moved money: %+v", b)
-	}
-}
-
-func TestSandboxCompletion(t *testing.T) {
-	coin := func(ticker, network string) payoutkit.Coin {
-		for _, c := range payoutkit.DefaultCoins() {
-			if c.Ticker == ticker && c.Network == network {
-				return c
-			}
-		}
-		t.Fatalf("no %s on %s", ticker, network)
-		return payoutkit.Coin{}
-	}
-	str := func(d decimal.NullDecimal) string {
-		if !d.Valid {
-			return "null"
-		}
-		return d.Decimal.String()
-	}
-	for _, c := range []struct {
-		coin       payoutkit.Coin
-		amount     payoutkit.Amount
-		asset, fee string
-	}{
-		{coin("USDT", "TRON"), 25_00, "25", "1"},
-		{coin("USDC", "SOL"), 10_05, "10.05", "1"},
-		{coin("BTC", "BTC"), 100_00, "0.00166666", "0.00002"}, // 0.0016666… rounded down to 8 places
-		{coin("ETH", "ETH"), 10_00, "0.003333333333333333", "0.0005"},
-		{coin("TRX", "TRON"), 1_00, "4", "1"},
-		{coin("DOGE", "DOGE"), 0_01, "0.1", "1"},
-		{coin("XRP", "XRP"), 1_00, "2", "0.00001"},
-		{coin("BTC", "BTC"), 0_01, "0.00000016", "0.00002"},
-		{payoutkit.Coin{Ticker: "BTC", Network: "BTC", Decimals: 2}, 1_00, "null", "0"}, // rounds to nothing
-		{payoutkit.Coin{Ticker: "XYZ", Network: "BTC", Decimals: 8}, 1_00, "null", "null"},
-	} {
-		p := payoutkit.Payout{Asset: c.coin.Ticker, Network: c.coin.Network, Amount: c.amount}
-		got := payoutkit.SandboxCompletion(p, c.coin, "tx")
-		if got.TxID != "tx" || str(got.AssetAmount) != c.asset || str(got.NetworkFee) != c.fee {
-			t.Errorf("%s %s on %s: %s, %s; want %s, %s", c.amount, c.coin.Ticker, c.coin.Network, str(got.AssetAmount), str(got.NetworkFee), c.asset, c.fee)
-		}
-	}
-	if len(payoutkit.SandboxRates()) != 12 {
-		t.Errorf("the rate table has %d rows; the README prints 12", len(payoutkit.SandboxRates()))
-	}
-}
-
-// The sandbox processor completes a payout with the rate table's amounts,
-// and the payout.completed event carries them.
-func TestSandboxProcessorReportsSettlement(t *testing.T) {
-	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
-	store := memstore.New()
-	eng, err := payoutkit.New(store, &payoutkit.Config{PasswordCost: bcrypt.MinCost, Now: clock,
-		Processor: &payoutkit.SandboxProcessor{SettleAfter: time.Minute, Now: func() time.Time { return now.Add(time.Hour) }}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws := fundedWorkspace(t, eng, "100.00")
-	ctx := context.Background()
-	if _, _, err := eng.CreatePayout(ctx, ws, payoutkit.CreatePayoutRequest{
-		PayoutID: "po-1", Amount: "30.00", Asset: "ETH", Network: "ETH", Address: "0x52908400098527886E0F7030069857D2E4169EE7", PayerID: "c",
-	}); err != nil {
-		t.Fatal(err)
-	}
-	leases, err := store.ClaimPayoutHandoffs(ctx, "me", now, now.Add(time.Minute), 10)
-	if err != nil || len(leases) != 1 {
-		t.Fatalf("claim: %v, %v", leases, err)
-	}
-	if err := eng.HandOffPayout(ctx, leases[0]); err != nil {
-		t.Fatal(err)
-	}
-	p, err := eng.Payout(ctx, ws, "po-1")
-	if err != nil || p.Status != payoutkit.PayoutCompleted || p.AssetAmount.Decimal.String() != "0.01" || p.NetworkFee.Decimal.String() != "0.0005" {
-		t.Fatalf("settled: %+v, %v", p, err)
-	}
-	evs, err := store.SubjectEvents(ctx, ws, "payout:po-1")
-	if err != nil || len(evs) != 2 || !strings.Contains(string(evs[1].Body), `"asset_amount":"0.01","network_fee":"0.0005"`) {
-		t.Fatalf("events %v, %v", evs, err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/payoutkit/payoutkit/internal/jsonappend"
 	"github.com/payoutkit/payoutkit/internal/random"
 )
 
@@ -165,6 +166,21 @@ func newEvent(workspaceID string, typ EventType, subject string, data any, at ti
 		ID: id, WorkspaceID: workspaceID, Type: typ, Subject: subject, CreatedAt: at, Body: body,
 		EventDelivery: EventDelivery{State: DeliveryPending, NextAttemptAt: at},
 	}, nil
+}
+
+// eventJSON renders the body every webhook carries: the event's id, type,
+// time and workspace, and data (a Payout or an Order) as its data member.
+func eventJSON(id string, typ EventType, at time.Time, workspaceID string, data any) ([]byte, error) {
+	var rendered []byte
+	if p, ok := data.(Payout); ok {
+		rendered = p.appendJSON(make([]byte, 0, 512))
+	} else {
+		var err error
+		if rendered, err = json.Marshal(data); err != nil {
+			return nil, err
+		}
+	}
+	return jsonappend.Event(id, string(typ), at, workspaceID, rendered), nil
 }
 
 // Sign returns the contract's X-Signature value for body: the lowercase hex

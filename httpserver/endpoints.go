@@ -9,6 +9,7 @@ import (
 	"net/netip"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/processor/sandbox"
 )
 
 // endpoint is an authenticated endpoint.
@@ -230,7 +231,7 @@ func (h *Handler) sandboxCompletePayout(w http.ResponseWriter, r *http.Request, 
 		rand.Read(b[:])
 		txid = "sandbox-" + hex.EncodeToString(b[:])
 	}
-	payout, err := h.svc.SandboxCompletePayout(r.Context(), p.WorkspaceID, id, txid)
+	payout, err := sandbox.Complete(r.Context(), h.svc, p.WorkspaceID, id, txid)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/payoutkit/payoutkit/httpserver"
 	"github.com/payoutkit/payoutkit/portal"
 	"github.com/payoutkit/payoutkit/processor/evm"
+	sandboxrail "github.com/payoutkit/payoutkit/processor/sandbox" // -sandbox is a flag here
 	"github.com/payoutkit/payoutkit/staff"
 )
 
@@ -161,7 +162,7 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 			cfg.Processor = rail
 		case *sandbox:
 			// Payouts reach it through the engine's hand-off loop (Start below).
-			cfg.Processor = &payoutkit.SandboxProcessor{SettleAfter: *settleAfter}
+			cfg.Processor = &sandboxrail.Processor{SettleAfter: *settleAfter}
 		}
 		engine, err := payoutkit.New(store, cfg)
 		if err != nil {

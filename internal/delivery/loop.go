@@ -1,4 +1,4 @@
-package payoutkit
+package delivery
 
 import (
 	"context"
@@ -8,36 +8,37 @@ import (
 	"time"
 )
 
-// leased is one kind of work that the dispatcher claims from the store under
-// a lease: webhook events, or payouts to hand over.
-type leased[T any] struct {
-	name string
-	// claim leases up to limit due items, passing over those of the
+// Loop is one kind of work that Run claims from the store under a lease:
+// webhook events, or payouts to hand over.
+type Loop[T any] struct {
+	// Name names the work in log lines ("events").
+	Name string
+	// Claim leases up to limit due items, passing over those of the
 	// tenants in full where it can (they are busy with their share).
-	claim func(ctx context.Context, now, leaseUntil time.Time, limit int, full []string) ([]T, error)
-	// key groups items that must never be worked on at the same time; id
+	Claim func(ctx context.Context, now, leaseUntil time.Time, limit int, full []string) ([]T, error)
+	// Key groups items that must never be worked on at the same time; ID
 	// names one item.
-	key, id func(T) string
-	// newer reports whether claimed, an item with the same id as running,
+	Key, ID func(T) string
+	// Newer reports whether claimed, an item with the same id as running,
 	// was claimed after running's work recorded its outcome (so it is due
 	// again) rather than because running's lease ran out mid-work.
-	newer func(claimed, running T) bool
-	// tenant, when set, names the workspace of an item: at most perTenant
+	Newer func(claimed, running T) bool
+	// Tenant, when set, names the workspace of an item: at most PerTenant
 	// items of one tenant are worked on at once, so that one workspace's
 	// hanging receiver cannot take every worker.
-	tenant    func(T) string
-	perTenant int
-	// work handles one item whose lease ends at leaseUntil. It returns when
+	Tenant    func(T) string
+	PerTenant int
+	// Work handles one item whose lease ends at leaseUntil. It returns when
 	// to work on the item again within the same lease, or the zero time when
 	// it is done with it (handled, or left for the lease to expire).
-	work func(ctx context.Context, item T, leaseUntil time.Time) (again time.Time)
-	// wake, when it receives, makes the loop claim at once.
-	wake <-chan struct{}
-	// offered, when set, brings items this engine leased to itself as it
-	// created them: they start like claimed ones, without a claim. adopt,
+	Work func(ctx context.Context, item T, leaseUntil time.Time) (again time.Time)
+	// Wake, when it receives, makes the loop claim at once.
+	Wake <-chan struct{}
+	// Offered, when set, brings items this engine leased to itself as it
+	// created them: they start like claimed ones, without a claim. Adopt,
 	// when set, prepares each batch taken from it as a claim's items are.
-	offered *offers[T]
-	adopt   func([]T)
+	Offered *Offers[T]
+	Adopt   func([]T)
 }
 
 type job[T any] struct {
@@ -49,7 +50,7 @@ type job[T any] struct {
 	offered    bool
 }
 
-// runLeased claims due items and works on them, at most Concurrency at a time,
+// Run claims due items and works on them, at most Concurrency at a time,
 // until ctx is cancelled; then it waits for the running work to return.
 //
 // It claims only as many items as it has free workers, so that nothing it
@@ -59,9 +60,9 @@ type job[T any] struct {
 // woken. A claimed item that may not start yet (its key is busy, or its
 // tenant has its share of workers) waits in memory under its lease, briefly;
 // one whose lease runs out there is dropped, to be claimed again later.
-func runLeased[T any](ctx context.Context, d *dispatcher, l leased[T]) {
+func Run[T any](ctx context.Context, cfg Config, l Loop[T]) {
 	var (
-		limit     = d.cfg.Concurrency
+		limit     = cfg.Concurrency
 		running   = make(map[string]job[T]) // by key
 		perTenant = make(map[string]int)    // running jobs by tenant
 		waiting   []job[T]                  // leased items to work on later
@@ -79,7 +80,7 @@ func runLeased[T any](ctx context.Context, d *dispatcher, l leased[T]) {
 	// Workers outlive their jobs: a goroutine per job would start with a
 	// small stack and grow it, copying, through the store's deep calls every
 	// time. They are started as the work needs them, up to limit, and end
-	// with run.
+	// with Run.
 	start := func(j job[T]) {
 		running[j.key] = j
 		perTenant[j.tenant]++
@@ -87,7 +88,7 @@ func runLeased[T any](ctx context.Context, d *dispatcher, l leased[T]) {
 			workers++
 			wg.Go(func() {
 				for j := range jobs {
-					j.again = l.work(ctx, j.item, j.leaseUntil)
+					j.again = l.Work(ctx, j.item, j.leaseUntil)
 					done <- j
 				}
 			})
@@ -103,12 +104,12 @@ func runLeased[T any](ctx context.Context, d *dispatcher, l leased[T]) {
 		case !j.again.IsZero():
 			waiting = append(waiting, j)
 		case j.offered:
-			l.offered.finished()
+			l.Offered.finished()
 		}
 	}
 	var offeredReady <-chan struct{}
-	if l.offered != nil {
-		offeredReady = l.offered.ready
+	if l.Offered != nil {
+		offeredReady = l.Offered.ready
 	}
 	// A claim that passes over busy tenants reads every due item of theirs
 	// (a receiver that hangs, or a load faster than it, leaves thousands):
@@ -117,8 +118,8 @@ func runLeased[T any](ctx context.Context, d *dispatcher, l leased[T]) {
 	// bounded share of the store and other tenants' items still start
 	// within a tenth of a poll.
 	var nextPassOver time.Time
-	passOverWait := d.cfg.PollInterval / 10
-	tenantFull := func(tenant string) bool { return l.tenant != nil && perTenant[tenant] >= l.perTenant }
+	passOverWait := cfg.PollInterval / 10
+	tenantFull := func(tenant string) bool { return l.Tenant != nil && perTenant[tenant] >= l.PerTenant }
 	// startable reports whether a job may start now, time permitting.
 	startable := func(j job[T]) bool {
 		_, busy := running[j.key]
@@ -136,13 +137,13 @@ func runLeased[T any](ctx context.Context, d *dispatcher, l leased[T]) {
 	claim := true
 	woken := false
 	for ctx.Err() == nil {
-		now := d.now()
+		now := cfg.Now()
 		heldBack := 0 // waiting items held back for their tenant's share
 		waiting = slices.DeleteFunc(waiting, func(j job[T]) bool {
 			switch {
 			case !j.leaseUntil.After(now): // the lease is gone, and the item with it
 				if j.offered {
-					l.offered.finished()
+					l.Offered.finished()
 				}
 				return true
 			case startable(j) && !j.again.After(now):
@@ -162,28 +163,28 @@ func runLeased[T any](ctx context.Context, d *dispatcher, l leased[T]) {
 			}
 		}
 		if free := limit - len(running); free > 0 && claim && (len(full) == 0 || !now.Before(nextPassOver)) {
-			n := min(free, d.cfg.BatchSize)
-			leaseUntil := now.Add(d.cfg.Lease)
-			items, err := l.claim(ctx, now, leaseUntil, n, full)
+			n := min(free, cfg.BatchSize)
+			leaseUntil := now.Add(cfg.Lease)
+			items, err := l.Claim(ctx, now, leaseUntil, n, full)
 			woken = false
 			if len(full) > 0 && len(items) < n {
 				nextPassOver = now.Add(passOverWait)
 			}
 			if err != nil && ctx.Err() == nil {
-				d.quiet.log(ctx, d.log, slog.LevelWarn, "claim "+l.name, "claiming "+l.name+"; will try again", "err", err)
+				cfg.Quiet.Log(ctx, cfg.Log, slog.LevelWarn, "claim "+l.Name, "claiming "+l.Name+"; will try again", "err", err)
 			}
 			started, queued := 0, 0
 			for _, it := range items {
-				j := job[T]{item: it, key: l.key(it), leaseUntil: leaseUntil}
-				if l.tenant != nil {
-					j.tenant = l.tenant(it)
+				j := job[T]{item: it, key: l.Key(it), leaseUntil: leaseUntil}
+				if l.Tenant != nil {
+					j.tenant = l.Tenant(it)
 				}
 				r, busy := running[j.key]
 				switch {
-				case busy && l.id(it) == l.id(r.item) && !l.newer(it, r.item):
+				case busy && l.ID(it) == l.ID(r.item) && !l.Newer(it, r.item):
 					// Our lease ran out while we still work on it: the
 					// running worker records the outcome.
-					d.log.WarnContext(ctx, "claimed "+l.name+" still in progress here; leaving it to the running attempt", "id", l.id(it))
+					cfg.Log.WarnContext(ctx, "claimed "+l.Name+" still in progress here; leaving it to the running attempt", "id", l.ID(it))
 				case busy:
 					// A worker has just recorded its outcome for this key
 					// but not reported back yet: run this right after it.
@@ -206,7 +207,7 @@ func runLeased[T any](ctx context.Context, d *dispatcher, l leased[T]) {
 		if again {
 			continue
 		}
-		wakeAt := now.Add(d.cfg.PollInterval)
+		wakeAt := now.Add(cfg.PollInterval)
 		if len(full) > 0 && nextPassOver.After(now) && nextPassOver.Before(wakeAt) && len(running) < limit {
 			wakeAt = nextPassOver
 		}
@@ -233,18 +234,18 @@ func runLeased[T any](ctx context.Context, d *dispatcher, l leased[T]) {
 			}
 			continue
 		case <-offeredReady:
-			offered := l.offered.take()
+			offered := l.Offered.take()
 			items := make([]T, len(offered))
 			for i, o := range offered {
-				items[i] = o.item
+				items[i] = o.Item
 			}
-			if l.adopt != nil {
-				l.adopt(items)
+			if l.Adopt != nil {
+				l.Adopt(items)
 			}
 			for i, it := range items {
-				j := job[T]{item: it, key: l.key(it), leaseUntil: offered[i].leaseUntil, offered: true}
-				if l.tenant != nil {
-					j.tenant = l.tenant(it)
+				j := job[T]{item: it, key: l.Key(it), leaseUntil: offered[i].LeaseUntil, offered: true}
+				if l.Tenant != nil {
+					j.tenant = l.Tenant(it)
 				}
 				if startable(j) {
 					start(j)
@@ -253,8 +254,8 @@ func runLeased[T any](ctx context.Context, d *dispatcher, l leased[T]) {
 				}
 			}
 			continue
-		case <-d.cfg.Clock.At(wakeAt):
-		case <-l.wake:
+		case <-cfg.At(wakeAt):
+		case <-l.Wake:
 			woken = true
 			claim = len(running) == 0
 			continue
