@@ -187,8 +187,7 @@ func defaultOwner() string {
 
 // dispatchStore is what the loops need of a Store; every Store is one.
 type dispatchStore interface {
-	ClaimEvents(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]Event, error)
-	ClaimEventsExcept(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]Event, error)
+	ClaimEvents(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]Event, error)
 	RecordAttempt(ctx context.Context, owner string, a DeliveryAttempt, next EventDelivery) error
 	ResendEvent(ctx context.Context, workspaceID, eventID string, now time.Time) error
 	ClaimPayoutHandoffs(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]PayoutLease, error)
@@ -326,13 +325,7 @@ func (d *dispatcher) run(ctx context.Context) error {
 	delivery.Run(ctx, d.loop, delivery.Loop[claimedEvent]{
 		Name: "events",
 		Claim: func(ctx context.Context, now, until time.Time, limit int, full []string) ([]claimedEvent, error) {
-			var evs []Event
-			var err error
-			if len(full) > 0 {
-				evs, err = d.store.ClaimEventsExcept(ctx, d.cfg.Owner, now, until, limit, full)
-			} else {
-				evs, err = d.store.ClaimEvents(ctx, d.cfg.Owner, now, until, limit)
-			}
+			evs, err := d.store.ClaimEvents(ctx, d.cfg.Owner, now, until, limit, full)
 			return withReads(evs), err
 		},
 		// One subject's events never go out in parallel; the store already

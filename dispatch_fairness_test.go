@@ -63,7 +63,7 @@ func TestBacklogDoesNotDelayOtherWorkspaces(t *testing.T) {
 	}
 }
 
-// The module's stores are Stores, and so claim fairly (ClaimEventsExcept).
+// The module's stores are Stores, and so claim fairly (ClaimEvents with except).
 var (
 	_ payoutkit.Store = (*memstore.Store)(nil)
 	_ payoutkit.Store = (*sqlite.Store)(nil)

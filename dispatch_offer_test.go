@@ -30,12 +30,8 @@ func (c *claimCounter) ClaimPayoutHandoffs(ctx context.Context, owner string, no
 	return ls, err
 }
 
-func (c *claimCounter) ClaimEvents(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.Event, error) {
-	return c.countEvents(c.Store.ClaimEvents(ctx, owner, now, leaseUntil, limit))
-}
-
-func (c *claimCounter) ClaimEventsExcept(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]payoutkit.Event, error) {
-	return c.countEvents(c.Store.ClaimEventsExcept(ctx, owner, now, leaseUntil, limit, except))
+func (c *claimCounter) ClaimEvents(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]payoutkit.Event, error) {
+	return c.countEvents(c.Store.ClaimEvents(ctx, owner, now, leaseUntil, limit, except))
 }
 
 func (c *claimCounter) countEvents(evs []payoutkit.Event, err error) ([]payoutkit.Event, error) {

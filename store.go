@@ -182,14 +182,13 @@ type Outbox interface {
 	// at or before now, no live lease) to owner until leaseUntil: the soonest
 	// due ones (events not yet due cost it nothing), returned oldest first.
 	// An event is not due while an earlier event of the same subject is still
-	// pending, so that a payout's events go out in order.
-	ClaimEvents(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]Event, error)
-	// ClaimEventsExcept is ClaimEvents passing over the events of the
-	// workspaces in except: the delivery loop names the workspaces whose
-	// share of workers (DeliveryConfig.MaxPerWorkspace) is busy, so that one
-	// workspace's backlog (a receiver that hangs, thousands of events due)
-	// never keeps another workspace's events waiting.
-	ClaimEventsExcept(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]Event, error)
+	// pending, so that a payout's events go out in order. It passes over
+	// the events of the workspaces in except: the delivery loop names the
+	// workspaces whose share of workers (DeliveryConfig.MaxPerWorkspace) is
+	// busy, so that one workspace's backlog (a receiver that hangs,
+	// thousands of events due) never keeps another workspace's events
+	// waiting.
+	ClaimEvents(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]Event, error)
 	// RecordAttempt stores one delivery attempt of a leased event and moves the
 	// event to next: delivered, failed, or pending again at next.NextAttemptAt.
 	// It is ErrConflict when owner no longer holds the event's lease (or the

@@ -119,7 +119,7 @@ func TestEventsFailed(t *testing.T) {
 	h.fund(ws, "ord-1", "100.00", "alice")
 	h.payout(ws, "po-1", "10.00", "alice")
 	now := time.Now()
-	claimed, err := h.store.ClaimEvents(h.ctx, "test", now.Add(time.Hour), now.Add(2*time.Hour), 10)
+	claimed, err := h.store.ClaimEvents(h.ctx, "test", now.Add(time.Hour), now.Add(2*time.Hour), 10, nil)
 	if err != nil || len(claimed) != 2 {
 		t.Fatalf("claimed %v, %v; want the order's and the payout's events", claimed, err)
 	}

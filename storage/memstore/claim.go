@@ -9,13 +9,7 @@ import (
 )
 
 // ClaimEvents implements payoutkit.Outbox.
-func (s *Store) ClaimEvents(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.Event, error) {
-	return s.ClaimEventsExcept(ctx, owner, now, leaseUntil, limit, nil)
-}
-
-// ClaimEventsExcept implements payoutkit.Outbox: ClaimEvents passing
-// over the events of the workspaces in except.
-func (s *Store) ClaimEventsExcept(_ context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]payoutkit.Event, error) {
+func (s *Store) ClaimEvents(_ context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]payoutkit.Event, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	blocked := make(map[string]bool) // subjects with an earlier pending event

@@ -182,7 +182,7 @@ func TestPostgresInstancesClaim(t *testing.T) {
 	for i, s := range []*postgres.Store{a, b, a, b} {
 		owner := fmt.Sprintf("d%d", i)
 		wg.Go(func() {
-			evs, err := s.ClaimEvents(t.Context(), owner, now, now.Add(time.Minute), 15)
+			evs, err := s.ClaimEvents(t.Context(), owner, now, now.Add(time.Minute), 15, nil)
 			if err != nil {
 				t.Error(err)
 				return

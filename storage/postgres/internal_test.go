@@ -99,7 +99,7 @@ func TestPostgresClaimPlans(t *testing.T) {
 
 	// And it claims the soonest due, leaving the defaults to the batch's
 	// other writes.
-	evs, err := s.ClaimEvents(ctx, "owner", now, until, 3)
+	evs, err := s.ClaimEvents(ctx, "owner", now, until, 3, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestPostgresClaimsStayOnTheirPage(t *testing.T) {
 	eventPages, payoutPages := pages("events"), pages("payouts")
 
 	now := time.Now()
-	events, err := s.ClaimEvents(ctx, "owner", now, now.Add(time.Minute), n)
+	events, err := s.ClaimEvents(ctx, "owner", now, now.Add(time.Minute), n, nil)
 	if err != nil || len(events) != n {
 		t.Fatalf("claimed %d events, %v; want %d", len(events), err, n)
 	}

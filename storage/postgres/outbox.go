@@ -13,13 +13,7 @@ import (
 // events are locked with FOR UPDATE SKIP LOCKED, so that dispatchers on
 // several instances claim disjoint sets, and each claim sees the events
 // leased by a committed earlier claim as not due.
-func (s *Store) ClaimEvents(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.Event, error) {
-	return s.ClaimEventsExcept(ctx, owner, now, leaseUntil, limit, nil)
-}
-
-// ClaimEventsExcept is ClaimEvents passing
-// over the events of the workspaces in except.
-func (s *Store) ClaimEventsExcept(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]payoutkit.Event, error) {
+func (s *Store) ClaimEvents(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]payoutkit.Event, error) {
 	if limit <= 0 {
 		return nil, nil
 	}

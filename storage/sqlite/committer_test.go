@@ -449,14 +449,14 @@ func TestBatchClaimCommitFailure(t *testing.T) {
 	errCommit := errors.New("injected commit failure")
 	fail := func(int) error { return errCommit }
 	e.s.d.batch.BeforeCommit.Store(&fail)
-	if _, err := e.s.ClaimEvents(t.Context(), "d1", now, now.Add(time.Minute), 10); !errors.Is(err, errCommit) {
+	if _, err := e.s.ClaimEvents(t.Context(), "d1", now, now.Add(time.Minute), 10, nil); !errors.Is(err, errCommit) {
 		t.Fatalf("ClaimEvents: %v; want the commit's error", err)
 	}
 	if _, err := e.s.ClaimPayoutHandoffs(t.Context(), "h1", now, now.Add(time.Minute), 10); !errors.Is(err, errCommit) {
 		t.Fatalf("ClaimPayoutHandoffs: %v; want the commit's error", err)
 	}
 	e.s.d.batch.BeforeCommit.Store(nil)
-	evs, err := e.s.ClaimEvents(t.Context(), "d2", now, now.Add(time.Minute), 10)
+	evs, err := e.s.ClaimEvents(t.Context(), "d2", now, now.Add(time.Minute), 10, nil)
 	if err != nil || len(evs) != 2 { // order.paid, payout.submitted
 		t.Fatalf("ClaimEvents after the failure: %d events, %v; want 2", len(evs), err)
 	}

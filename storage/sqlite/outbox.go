@@ -46,13 +46,7 @@ const (
 // ClaimEvents implements payoutkit.Outbox. It is one statement, which the
 // single writer connection serialises with other claims, so that each claim
 // sees the events leased by an earlier claim as not due.
-func (s *Store) ClaimEvents(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.Event, error) {
-	return s.ClaimEventsExcept(ctx, owner, now, leaseUntil, limit, nil)
-}
-
-// ClaimEventsExcept is ClaimEvents passing
-// over the events of the workspaces in except.
-func (s *Store) ClaimEventsExcept(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]payoutkit.Event, error) {
+func (s *Store) ClaimEvents(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]payoutkit.Event, error) {
 	if limit <= 0 {
 		return nil, nil
 	}

@@ -128,7 +128,7 @@ func StoreEdges(t *testing.T, s payoutkit.Store) {
 	wantIs(t, s.SettlePayout(ctx, p, ev), payoutkit.ErrInvalidInput)
 
 	// Claims of nothing claim nothing; resending a pending event is a no-op.
-	if evs, err := s.ClaimEvents(ctx, "A", now, now, 0); len(evs) != 0 || err != nil {
+	if evs, err := s.ClaimEvents(ctx, "A", now, now, 0, nil); len(evs) != 0 || err != nil {
 		t.Errorf("ClaimEvents(limit 0) = %v, %v", evs, err)
 	}
 	if ps, err := s.ClaimPayoutHandoffs(ctx, "A", now, now, 0); len(ps) != 0 || err != nil {
@@ -150,7 +150,7 @@ func StoreEdges(t *testing.T, s payoutkit.Store) {
 
 	// A receiver's answer is recorded whatever bytes it holds.
 	later := now.Add(time.Hour)
-	evs, err := s.ClaimEvents(ctx, "A", later, later.Add(time.Minute), 10)
+	evs, err := s.ClaimEvents(ctx, "A", later, later.Add(time.Minute), 10, nil)
 	if err != nil || len(evs) == 0 {
 		t.Fatalf("ClaimEvents = %v, %v", evs, err)
 	}
