@@ -3,110 +3,46 @@
 // in a crypto asset on a network, with signed webhook events for every
 // change.
 //
-// The names a program uses come first below; the rest of the package (the
-// Store interface and the records that travel between the engine and a
-// store) is for those who write a store: see For store implementers below.
-//
-// # Embedding
-//
 // Build an [Engine] with [New] over a [Store] (storage/memstore for tests,
-// storage/sqlite or storage/postgres), start its loops with
-// [Engine.Start], and stop them with [Engine.Stop]:
+// storage/sqlite or storage/postgres) and run its loops between
+// [Engine.Start] and [Engine.Stop]:
 //
 //	engine, err := payoutkit.New(store, &payoutkit.Config{Processor: rail})
 //	if err != nil { ... }
 //	if err := engine.Start(ctx); err != nil { ... }
 //	defer engine.Stop(context.WithoutCancel(ctx))
 //
-// [Config] has a default for every field: the [Processor] that sends payouts
-// on a real rail (package processor/sandbox's moves no money, for tests and
-// demos; processor/evm pays out on EVM networks), the coin list ([Coin]),
-// the [KeyRing] that seals webhook secrets at rest, and the delivery loop's
-// [DeliveryConfig]. The loops deliver every webhook and hand every payout to
-// the Processor; engines in several processes may share one store.
+// The loops hand every submitted payout to the [Processor] (the rail:
+// processor/sandbox moves no money, processor/evm pays on EVM networks),
+// which settles it with [Engine.CompletePayout] or [Engine.FailPayout]
+// (credited back), and deliver every event to the workspace's webhook URL,
+// signed ([Sign], [VerifySignature]), at least once and in order per
+// payout. Engines in several processes may share one store.
 //
-// The runnable examples show each step: Example (a workspace funded and a
-// payout made and settled), [Engine.Start]'s (the loops with a processor),
-// [Engine.CreatePayout]'s (a payout the balance does not cover),
-// [Engine.Authenticate]'s, [Engine.CreateAPIKey]'s and
-// [Engine.ListPayouts]'s.
+// [Engine.CreatePayout] checks a request against the coin list and the
+// workspace's [PayoutPolicy], then debits the balance in one atomic change
+// with its ledger entry and its event; the same payout_id again is a
+// replay. The store enforces the money rules (no overdraft, one payout per
+// payout_id) in the database, so they hold across goroutines and
+// instances. Every refusal is an [*Error] with the contract's [Code];
+// match it with errors.Is against [ErrInvalidInput],
+// [ErrInsufficientBalance], [ErrNotFound], [ErrConflict] and the others.
 //
-// # The main flow
-//
-// For one workspace:
-//
-//  1. [Engine.CreateWorkspace] makes the workspace, its first API key (shown
-//     once) and its webhook signing secret.
-//  2. [Engine.CreateOrder] and [Engine.MarkOrderPaid] credit the available
-//     balance ([Engine.Balance]).
-//  3. [Engine.CreatePayout] validates the request against the coin list
-//     (asset, network, address, limits) and debits the balance in one atomic
-//     change with its ledger entry and its payout.submitted event. The same
-//     payout_id again is a replay (the stored payout, nothing changed); a
-//     payout the balance does not cover is [ErrInsufficientBalance].
-//  4. The Processor receives each submitted payout from the engine's hand-off
-//     loop as a [Submission], with an IdempotencyKey to pass to its rail, and
-//     settles it through the [Settler] it is given: [Engine.CompletePayout]
-//     (the money left) or [Engine.FailPayout] (credited back).
-//  5. The engine's delivery loop sends every event to the workspace's webhook
-//     URL, signed ([Sign], [VerifySignature]), at least once, in order per
-//     payout; [Engine.Payout] and [Engine.ListPayouts] serve those who poll
-//     instead, and a receiver decodes a [WebhookEvent].
-//
-// The store enforces the money invariants (no overdraft, one payout per
-// payout_id, every balance change with its ledger entry and event) in the
-// database itself, so they hold across goroutines and server instances.
-//
-// # Payout controls
-//
-// Each workspace has a [PayoutPolicy] ([Engine.SetPayoutPolicy]): a payout
-// limit, a 24-hour limit, an approval threshold and an address allowlist
-// with a cooling-off, all off by default. The store judges every payout
-// against it in the transaction that debits the balance, after the replay
-// check and before the balance, so that the limits hold across goroutines
-// and instances. [Engine.AddAddress], [Engine.RemoveAddress] and
-// [Engine.Addresses] keep the address book; [Engine.ApprovePayout] and
-// [Engine.RejectPayout] decide held payouts; every change is appended to
-// the workspace's security log ([Engine.SecurityLog]) with its [Actor].
-// API keys carry [Scope]s and address allowlists ([Engine.CreateAPIKey]).
-//
-// # Errors
-//
-// Every refusal is an [*Error] with the contract's [Code] ([CodeOf] finds it
-// in a wrapped error); compare with errors.Is against [ErrInvalidInput],
-// [ErrNotFound], [ErrConflict], [ErrInsufficientBalance] and the others.
-//
-// # Around the engine
-//
-// Package httpserver serves the /v1 API over an Engine (through the
-// [Service] interface, which a program may wrap), package staff is the
-// identity of the staff who sign in to the portal (passwords, sessions,
-// two-factor sign-in, roles), package portal their pages, and
-// examples/server puts them together as a standalone server. An engine
-// action takes who acts as an [Actor] value: an API key ([KeyActor]), the
-// command line ([ActorCLI]) or a staff user whom package staff has
-// authorised.
+// A change of keys, webhooks or controls takes who acts as an [Actor]: an
+// API key ([KeyActor]), the command line ([ActorCLI]) or a staff user
+// authorised by package staff, which holds the portal's sign-in, sessions,
+// two-factor sign-in and roles. Package httpserver serves /v1 over the
+// [Service] interface, package portal the staff pages, and examples/server
+// puts them together. The runnable examples show each step.
 //
 // # For store implementers
 //
-// A store implements [Store], the union of [WorkspaceStore], [KeyStore],
-// [OrderStore], [PayoutStore], [LedgerStore], [Outbox] and [ControlStore],
-// with [KeyBalanceReader] and [WorkNotifier]; package storage/storetest is
-// the conformance suite that proves one. A store that keeps staff logins
-// for the portal implements staff.Store too, with the staff records below
-// (storetest.RunStaff). These types
-// are the records and hooks that travel between the engine and its store,
-// and a program embedding the engine does not need them:
-//
-//   - keys: [APIKey];
-//   - staff logins: [StaffUser], [StaffSession], [SignInFailures],
-//     [StaffTOTP], [Role];
-//   - money: [LedgerEntry], [LedgerKind], [Audit], [AuditError];
-//   - the payout hand-off: [PayoutLease], [NotDueError], [IdempotencyKey];
-//   - the outbox: [Event], [DeliveryState], [DeliveryAttempt],
-//     [DeliveryResult], [OutboxHealth];
-//   - the payout controls: [PolicyCheck], [AddressKey];
-//   - sealed webhook secrets: [SealedSecret], [IsSealedSecret], [KeyID].
+// A store implements [Store]; package storage/storetest is the conformance
+// suite that proves one (and storetest.RunStaff the staff.Store of a store
+// that keeps staff logins). The records that travel between the engine and
+// its store ([APIKey], [StaffUser], [LedgerEntry], [Audit], [PayoutLease],
+// [Event], [DeliveryAttempt], [PolicyCheck] and the like) are for store
+// implementers; a program embedding the engine does not need them.
 package payoutkit
 
 import (
