@@ -21,9 +21,10 @@
 // [Config] has a default for every field: the [Processor] that sends payouts
 // on a real rail (package processor/sandbox's moves no money, for tests and
 // demos; processor/evm pays out on EVM networks), the coin list ([Coin]),
-// the [KeyRing] that seals webhook secrets at rest, and the delivery loop's
-// [DeliveryConfig]. The loops deliver every webhook and hand every payout to
-// the Processor; engines in several processes may share one store.
+// the [seal.KeyRing] that seals webhook secrets at rest (package seal), and
+// the delivery loop's [DeliveryConfig]. The loops deliver every webhook and
+// hand every payout to the Processor; engines in several processes may
+// share one store.
 //
 // The runnable examples show each step: Example (a workspace funded and a
 // payout made and settled), [Engine.Start]'s (the loops with a processor),
@@ -105,8 +106,7 @@
 //   - the payout hand-off: [PayoutLease], [NotDueError], [IdempotencyKey];
 //   - the outbox: [Event], [DeliveryState], [DeliveryAttempt],
 //     [DeliveryResult], [OutboxHealth];
-//   - the payout controls: [PolicyCheck], [AddressKey];
-//   - sealed webhook secrets: [SealedSecret], [IsSealedSecret], [KeyID].
+//   - the payout controls: [PolicyCheck], [AddressKey].
 package payoutkit
 
 import (
@@ -115,6 +115,8 @@ import (
 	"log/slog"
 	"net/netip"
 	"time"
+
+	"github.com/payoutkit/payoutkit/seal"
 )
 
 // Service is everything the HTTP API and embedding programs ask of the
@@ -185,8 +187,8 @@ type Config struct {
 	// opens values sealed with any of its keys. Plain secrets stored before
 	// sealing was turned on still read; Engine.ResealWebhookSecrets seals
 	// them. Defaults to nil: secrets are stored plain, and a sealed one read
-	// back is an error matching ErrSealKeyMissing.
-	SecretKeys *KeyRing
+	// back is an error matching seal.ErrKeyMissing.
+	SecretKeys *seal.KeyRing
 	// ObservePayout, when set, is told of every payout change this engine
 	// made, once it is stored, for metrics: p is the payout after the
 	// change, submitted when CreatePayout created it (not for a replay),
@@ -230,7 +232,7 @@ type Engine struct {
 	log       *slog.Logger
 	pwCost    int
 	// keys seals and opens webhook secrets; nil stores them plain.
-	keys *KeyRing
+	keys *seal.KeyRing
 	// observePayout is Config.ObservePayout, or nil.
 	observePayout func(Payout)
 	// delivery is Config.Delivery with its defaults, for Start.
