@@ -116,6 +116,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/payoutkit/payoutkit/internal/cursor"
 	"github.com/payoutkit/payoutkit/seal"
 )
 
@@ -208,7 +209,7 @@ func (c *Config) withDefaults() *Config {
 		out.Now = time.Now
 	}
 	if len(out.CursorKey) == 0 {
-		out.CursorKey = defaultCursorKey[:]
+		out.CursorKey = cursor.DefaultKey[:]
 	}
 	if out.Logger == nil {
 		out.Logger = slog.Default()
