@@ -384,8 +384,8 @@ func (e *Engine) ResetAPIKeys(ctx context.Context, workspaceID string, by Actor)
 }
 
 // Workspace returns one workspace, its webhook secret included (opened,
-// when sealed). A sealed secret that does not open is a *SealError matching
-// ErrSealKeyMissing or ErrSealedSecretInvalid.
+// when sealed). A sealed secret that does not open is a *seal.Error matching
+// seal.ErrKeyMissing or seal.ErrInvalid.
 func (e *Engine) Workspace(ctx context.Context, workspaceID string) (Workspace, error) {
 	ws, err := e.workspace(ctx, workspaceID)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/payoutkit/payoutkit/internal/delivery"
 	"github.com/payoutkit/payoutkit/internal/logbudget"
+	"github.com/payoutkit/payoutkit/seal"
 )
 
 // DeliveryConfig configures the engine's loops (Engine.Start): the webhook
@@ -446,7 +447,7 @@ const maxError = 512
 func (d *dispatcher) deliver(ctx context.Context, claimed claimedEvent, _ time.Time) time.Time {
 	ev := claimed.Event
 	ws, err := claimed.reads.Get(ev.WorkspaceID, func() (Workspace, error) { return d.workspaces.Workspace(ctx, ev.WorkspaceID) })
-	if err == nil && IsSealedSecret(ws.WebhookSecret) {
+	if err == nil && seal.IsSealed(ws.WebhookSecret) {
 		// Signing with the sealed form would send a signature no receiver
 		// can check.
 		err = errSealedSecret
@@ -454,7 +455,7 @@ func (d *dispatcher) deliver(ctx context.Context, claimed claimedEvent, _ time.T
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
-		case errors.Is(err, ErrSealKeyMissing), errors.Is(err, ErrSealedSecretInvalid), errors.Is(err, errSealedSecret):
+		case errors.Is(err, seal.ErrKeyMissing), errors.Is(err, seal.ErrInvalid), errors.Is(err, errSealedSecret):
 			// Not the receiver's fault: no attempt is recorded, and the
 			// event is tried again after its lease, once the key is there.
 			d.loop.Quiet.Log(ctx, d.eventLog(ev), slog.LevelError, "seal "+ev.WorkspaceID, "cannot open the workspace's webhook secret; the event waits", "err", err)

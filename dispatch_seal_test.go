@@ -12,14 +12,15 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/seal"
 	"github.com/payoutkit/payoutkit/storage/memstore"
 )
 
-func sealingEnv(t *testing.T) (*env, *payoutkit.KeyRing) {
+func sealingEnv(t *testing.T) (*env, *seal.KeyRing) {
 	t.Helper()
-	key := make([]byte, payoutkit.SealKeySize)
+	key := make([]byte, seal.KeySize)
 	rand.Read(key)
-	ring, err := payoutkit.NewKeyRing(payoutkit.SealKey{Key: key})
+	ring, err := seal.NewKeyRing(seal.Key{Key: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestDeliverySignsWithOpenedSecret(t *testing.T) {
 	e, _ := sealingEnv(t)
 	r := newReceiver(t)
 	ws := e.workspace(r)
-	if raw, _ := e.store.Workspace(e.ctx, ws.ID); !payoutkit.IsSealedSecret(raw.WebhookSecret) {
+	if raw, _ := e.store.Workspace(e.ctx, ws.ID); !seal.IsSealed(raw.WebhookSecret) {
 		t.Fatalf("stored secret is not sealed")
 	}
 	e.fund(ws.ID, "10.00")

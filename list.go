@@ -1,16 +1,13 @@
 package payoutkit
 
 import (
-	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"strconv"
 	"time"
+
+	"github.com/payoutkit/payoutkit/internal/cursor"
 )
 
 // ListPayoutsRequest asks for one page of a workspace's payouts, newest
@@ -193,7 +190,7 @@ func (e *Engine) ListEvents(ctx context.Context, workspaceID string, req ListEve
 // listPage checks the rest of a list request, opens its cursor, reads the
 // page from the store and seals the next cursor.
 func listPage[T any](ctx context.Context, e *Engine, v *validation, kind, workspaceID, status, payerID string, from, to time.Time,
-	limit int, cursor string, read func(PageRequest) (Page[T], error),
+	limit int, cur string, read func(PageRequest) (Page[T], error),
 ) (List[T], error) {
 	if payerID != "" {
 		checkText(v, "payer_id", payerID, true, maxText)
@@ -207,10 +204,10 @@ func listPage[T any](ctx context.Context, e *Engine, v *validation, kind, worksp
 	if err := v.err(); err != nil {
 		return List[T]{}, err
 	}
-	scope := cursorScope(kind, workspaceID, status, payerID, from, to)
-	pos, err := e.openCursor(scope, cursor)
-	if err != nil {
-		return List[T]{}, err
+	scope := cursor.Scope(kind, workspaceID, status, payerID, from, to)
+	pos, ok := cursor.Open(e.cursorKey, scope, cur)
+	if !ok {
+		return List[T]{}, errBadCursor()
 	}
 	page, err := listing(read(PageRequest{Limit: limit, Cursor: pos}))
 	if err != nil {
@@ -220,7 +217,7 @@ func listPage[T any](ctx context.Context, e *Engine, v *validation, kind, worksp
 	if items == nil {
 		items = []T{}
 	}
-	return List[T]{Items: items, NextCursor: e.sealCursor(scope, page.Next)}, nil
+	return List[T]{Items: items, NextCursor: cursor.Seal(e.cursorKey, scope, page.Next)}, nil
 }
 
 // listing maps a store listing's errors: a malformed cursor is a 40000 on
@@ -250,79 +247,5 @@ func ceilMicro(t time.Time) time.Time {
 	return t
 }
 
-// A list cursor is base64url (unpadded) of a version byte, the store's
-// position and the first 16 bytes of an HMAC-SHA256, keyed with the
-// engine's cursor key, of the scope (the listing, the workspace and the
-// filter) and the position. A cursor is therefore valid only for the
-// listing, workspace and filter it was issued for, and any change to it is
-// refused.
-const (
-	cursorVersion = 1
-	cursorMACSize = 16
-	// maxCursorLen bounds the cursors opened: the positions of the stores
-	// are a few dozen bytes.
-	maxCursorLen = 256
-)
-
-// defaultCursorKey keys cursors when Config.CursorKey is unset. It is the
-// same for every engine, so that the instances of a deployment accept each
-// other's cursors.
-var defaultCursorKey = sha256.Sum256([]byte("payoutkit list cursor key v1"))
-
 // errBadCursor is the 40000 of a cursor that is not this listing's.
 func errBadCursor() error { return invalidField("cursor", "is not a cursor of this listing") }
-
-// cursorScope encodes what a cursor is bound to, each part length-prefixed.
-func cursorScope(kind, workspaceID, status, payerID string, from, to time.Time) []byte {
-	b := []byte("payoutkit list cursor v1")
-	for _, s := range []string{kind, workspaceID, status, payerID, timeKey(from), timeKey(to)} {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
-	}
-	return b
-}
-
-func timeKey(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return strconv.FormatInt(t.UnixMicro(), 10)
-}
-
-func (e *Engine) cursorMAC(scope []byte, pos []byte) []byte {
-	m := hmac.New(sha256.New, e.cursorKey)
-	m.Write(scope)
-	m.Write(pos)
-	return m.Sum(nil)[:cursorMACSize]
-}
-
-// sealCursor turns a store position into a cursor; "" stays "".
-func (e *Engine) sealCursor(scope []byte, pos string) string {
-	if pos == "" {
-		return ""
-	}
-	b := append([]byte{cursorVersion}, pos...)
-	b = append(b, e.cursorMAC(scope, []byte(pos))...)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-// openCursor returns the store position of a cursor sealed for scope; ""
-// opens to "" (the first page). Anything else is a 40000 on cursor.
-func (e *Engine) openCursor(scope []byte, cursor string) (string, error) {
-	if cursor == "" {
-		return "", nil
-	}
-	if len(cursor) > maxCursorLen {
-		return "", errBadCursor()
-	}
-	b, err := base64.RawURLEncoding.Strict().DecodeString(cursor)
-	// The decoder skips line breaks: only the canonical spelling is accepted.
-	if err != nil || len(b) < 2+cursorMACSize || b[0] != cursorVersion || base64.RawURLEncoding.EncodeToString(b) != cursor {
-		return "", errBadCursor()
-	}
-	pos, mac := b[1:len(b)-cursorMACSize], b[len(b)-cursorMACSize:]
-	if !hmac.Equal(mac, e.cursorMAC(scope, pos)) || bytes.ContainsRune(pos, 0) {
-		return "", errBadCursor()
-	}
-	return string(pos), nil
-}

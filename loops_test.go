@@ -10,6 +10,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/seal"
 	"github.com/payoutkit/payoutkit/storage/memstore"
 )
 
@@ -41,9 +42,9 @@ func startedEngine(t *testing.T, cfg payoutkit.Config) (*payoutkit.Engine, payou
 // processor and send each event, signed with the secret it opens; Start
 // refuses while running and runs again after Stop.
 func TestEngineRunsItsLoops(t *testing.T) {
-	key := make([]byte, payoutkit.SealKeySize)
+	key := make([]byte, seal.KeySize)
 	rand.Read(key)
-	ring, err := payoutkit.NewKeyRing(payoutkit.SealKey{Key: key})
+	ring, err := seal.NewKeyRing(seal.Key{Key: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestEngineRunsItsLoops(t *testing.T) {
 	e := &env{t: t, ctx: t.Context(), clock: clock, store: store, eng: eng}
 	r := newReceiver(t)
 	ws := e.workspace(r)
-	if stored, err := store.Workspace(e.ctx, ws.ID); err != nil || !payoutkit.IsSealedSecret(stored.WebhookSecret) {
+	if stored, err := store.Workspace(e.ctx, ws.ID); err != nil || !seal.IsSealed(stored.WebhookSecret) {
 		t.Fatalf("stored secret %q, %v; want it sealed", stored.WebhookSecret, err)
 	}
 	e.fund(ws.ID, "10.00")

@@ -51,6 +51,9 @@ import (
 	"log/slog"
 	"net/netip"
 	"time"
+
+	"github.com/payoutkit/payoutkit/internal/cursor"
+	"github.com/payoutkit/payoutkit/seal"
 )
 
 // Service is everything the HTTP API and embedding programs ask of the
@@ -121,8 +124,8 @@ type Config struct {
 	// opens values sealed with any of its keys. Plain secrets stored before
 	// sealing was turned on still read; Engine.ResealWebhookSecrets seals
 	// them. Defaults to nil: secrets are stored plain, and a sealed one read
-	// back is an error matching ErrSealKeyMissing.
-	SecretKeys *KeyRing
+	// back is an error matching seal.ErrKeyMissing.
+	SecretKeys *seal.KeyRing
 	// ObservePayout, when set, is told of every payout change this engine
 	// made, once it is stored, for metrics: p is the payout after the
 	// change, submitted when CreatePayout created it (not for a replay),
@@ -142,7 +145,7 @@ func (c *Config) withDefaults() *Config {
 		out.Now = time.Now
 	}
 	if len(out.CursorKey) == 0 {
-		out.CursorKey = defaultCursorKey[:]
+		out.CursorKey = cursor.DefaultKey[:]
 	}
 	if out.Logger == nil {
 		out.Logger = slog.Default()
@@ -166,7 +169,7 @@ type Engine struct {
 	log       *slog.Logger
 	pwCost    int
 	// keys seals and opens webhook secrets; nil stores them plain.
-	keys *KeyRing
+	keys *seal.KeyRing
 	// observePayout is Config.ObservePayout, or nil.
 	observePayout func(Payout)
 	// delivery is Config.Delivery with its defaults, for Start.

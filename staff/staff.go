@@ -28,6 +28,7 @@ import (
 
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/internal/random"
+	"github.com/payoutkit/payoutkit/seal"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -141,7 +142,7 @@ type Config struct {
 	// SecretKeys seals the users' TOTP secrets at rest, bound to their
 	// e-mail, as the engine's Config.SecretKeys seals webhook secrets; pass
 	// the same ring. Defaults to nil: secrets are stored plain.
-	SecretKeys *payoutkit.KeyRing
+	SecretKeys *seal.KeyRing
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 	// Logger receives what cannot be returned (a failed write of the
@@ -180,7 +181,7 @@ func (c *Config) withDefaults() *Config {
 type Team struct {
 	store  Store
 	cfg    *Config
-	keys   *payoutkit.KeyRing
+	keys   *seal.KeyRing
 	log    *slog.Logger
 	pwCost int
 	// dummyHash is compared against when a sign-in names an unknown e-mail,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/seal"
 	"github.com/payoutkit/payoutkit/staff"
 )
 
@@ -52,7 +53,7 @@ func adminStore(ctx context.Context, dsn string, log *slog.Logger) (sqlStore, er
 
 // adminOpen opens an existing database (never making or migrating one)
 // for one command, with the server's secret keys and a logger to stderr.
-func adminOpen(ctx context.Context, dsn string, stderr io.Writer) (sqlStore, *payoutkit.KeyRing, *slog.Logger, error) {
+func adminOpen(ctx context.Context, dsn string, stderr io.Writer) (sqlStore, *seal.KeyRing, *slog.Logger, error) {
 	log := newLogger(stderr, "json")
 	keys, err := secretKeys(dsn, os.Getenv(envSecretKeyFile), false)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/seal"
 )
 
 // The environment variables of the sealing keys. They are read from the
@@ -43,9 +44,9 @@ const secretKeyFileSuffix = ".secret-key"
 // sealing is how a command seals webhook secrets.
 type sealing struct {
 	// ring seals and opens them; nil stores them plain.
-	ring *payoutkit.KeyRing
+	ring *seal.KeyRing
 	// current is the ring's current key (zero when ring is nil).
-	current payoutkit.SealKey
+	current seal.Key
 	// file is the key file the current key was read from or made in; ""
 	// when it came from the environment, or there is none.
 	file string
@@ -84,7 +85,7 @@ func secretKeys(dsn, keyFile string, create bool) (sealing, error) {
 	if !explicit {
 		keyFile = defaultKeyFile(dsn)
 	}
-	var fileKey *payoutkit.SealKey
+	var fileKey *seal.Key
 	made := false
 	if keyFile != "" {
 		k, err := readKeyFile(keyFile)
@@ -106,7 +107,7 @@ func secretKeys(dsn, keyFile string, create bool) (sealing, error) {
 	switch {
 	case envCurrent != nil:
 		s.current = *envCurrent
-		if fileKey != nil && fileKey.ID != envCurrent.ID && !slices.ContainsFunc(previous, func(p payoutkit.SealKey) bool { return p.ID == fileKey.ID }) {
+		if fileKey != nil && fileKey.ID != envCurrent.ID && !slices.ContainsFunc(previous, func(p seal.Key) bool { return p.ID == fileKey.ID }) {
 			previous = append(previous, *fileKey) // it still opens what it sealed
 		}
 	case fileKey != nil:
@@ -116,8 +117,8 @@ func secretKeys(dsn, keyFile string, create bool) (sealing, error) {
 	default:
 		return sealing{}, nil
 	}
-	previous = slices.DeleteFunc(previous, func(p payoutkit.SealKey) bool { return p.ID == s.current.ID }) // listed again: harmless
-	ring, err := payoutkit.NewKeyRing(s.current, previous...)
+	previous = slices.DeleteFunc(previous, func(p seal.Key) bool { return p.ID == s.current.ID }) // listed again: harmless
+	ring, err := seal.NewKeyRing(s.current, previous...)
 	if err != nil {
 		return sealing{}, usagef("%s/%s: %v", envSecretKey, envSecretKeyPrevious, err)
 	}
@@ -127,11 +128,11 @@ func secretKeys(dsn, keyFile string, create bool) (sealing, error) {
 
 // envKeys reads the keys of the environment: the current one (nil when
 // PAYOUTKIT_SECRET_KEY is unset) and the previous ones.
-func envKeys() (*payoutkit.SealKey, []payoutkit.SealKey, error) {
-	var previous []payoutkit.SealKey
+func envKeys() (*seal.Key, []seal.Key, error) {
+	var previous []seal.Key
 	prevList := strings.TrimSpace(os.Getenv(envSecretKeyPrevious))
 	for i, p := range strings.FieldsFunc(prevList, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' }) {
-		k, err := payoutkit.ParseSealKey(p)
+		k, err := seal.ParseKey(p)
 		if err != nil {
 			return nil, nil, usagef("%s, key %d: %v", envSecretKeyPrevious, i+1, err)
 		}
@@ -141,7 +142,7 @@ func envKeys() (*payoutkit.SealKey, []payoutkit.SealKey, error) {
 	if cur == "" {
 		return nil, previous, nil
 	}
-	current, err := payoutkit.ParseSealKey(cur)
+	current, err := seal.ParseKey(cur)
 	if err != nil {
 		return nil, nil, usagef("%s: %v", envSecretKey, err)
 	}
@@ -150,17 +151,17 @@ func envKeys() (*payoutkit.SealKey, []payoutkit.SealKey, error) {
 
 // readKeyFile reads a key file: the base64 of 32 random bytes, as
 // PAYOUTKIT_SECRET_KEY takes it. A missing file is fs.ErrNotExist.
-func readKeyFile(path string) (payoutkit.SealKey, error) {
+func readKeyFile(path string) (seal.Key, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return payoutkit.SealKey{}, err
+			return seal.Key{}, err
 		}
-		return payoutkit.SealKey{}, fmt.Errorf("reading the sealing key file: %w", err)
+		return seal.Key{}, fmt.Errorf("reading the sealing key file: %w", err)
 	}
-	k, err := payoutkit.ParseSealKey(string(b))
+	k, err := seal.ParseKey(string(b))
 	if err != nil {
-		return payoutkit.SealKey{}, fmt.Errorf("the sealing key file %s: %w", path, err)
+		return seal.Key{}, fmt.Errorf("the sealing key file %s: %w", path, err)
 	}
 	return k, nil
 }
@@ -169,13 +170,13 @@ func readKeyFile(path string) (payoutkit.SealKey, error) {
 // alone, unless a file is there already: then it reads that one (another
 // instance initialising the same database made it first). made reports
 // which. The file appears whole or not at all.
-func makeKeyFile(path string) (k payoutkit.SealKey, made bool, err error) {
-	raw := make([]byte, payoutkit.SealKeySize)
+func makeKeyFile(path string) (k seal.Key, made bool, err error) {
+	raw := make([]byte, seal.KeySize)
 	rand.Read(raw)
 	encoded := base64.StdEncoding.EncodeToString(raw)
 	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
 	if err != nil {
-		return payoutkit.SealKey{}, false, fmt.Errorf("making the sealing key file: %w", err)
+		return seal.Key{}, false, fmt.Errorf("making the sealing key file: %w", err)
 	}
 	defer os.Remove(tmp.Name())
 	// CreateTemp makes the file readable by its owner alone.
@@ -187,16 +188,16 @@ func makeKeyFile(path string) (k payoutkit.SealKey, made bool, err error) {
 		err = cerr
 	}
 	if err != nil {
-		return payoutkit.SealKey{}, false, fmt.Errorf("making the sealing key file: %w", err)
+		return seal.Key{}, false, fmt.Errorf("making the sealing key file: %w", err)
 	}
 	// A link never replaces an existing file.
 	if err := os.Link(tmp.Name(), path); errors.Is(err, fs.ErrExist) {
 		k, err := readKeyFile(path)
 		return k, false, err
 	} else if err != nil {
-		return payoutkit.SealKey{}, false, fmt.Errorf("making the sealing key file: %w", err)
+		return seal.Key{}, false, fmt.Errorf("making the sealing key file: %w", err)
 	}
-	k, err = payoutkit.ParseSealKey(encoded)
+	k, err = seal.ParseKey(encoded)
 	return k, true, err
 }
 

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/seal"
 	"github.com/payoutkit/payoutkit/storage/memstore"
 )
 
@@ -60,7 +61,7 @@ func newKeyEnv(t *testing.T) (encoded string, id string) {
 	t.Helper()
 	key := make([]byte, 32)
 	rand.Read(key)
-	return base64.StdEncoding.EncodeToString(key), payoutkit.KeyID(key)
+	return base64.StdEncoding.EncodeToString(key), seal.KeyID(key)
 }
 
 // rawSecret reads a workspace's webhook_secret column straight from the
@@ -214,7 +215,7 @@ func TestCursorKeyFromSecretKey(t *testing.T) {
 		t.Fatal("a cursor key without PAYOUTKIT_SECRET_KEY")
 	}
 	key := func() string {
-		b := make([]byte, payoutkit.SealKeySize)
+		b := make([]byte, seal.KeySize)
 		rand.Read(b)
 		return base64.StdEncoding.EncodeToString(b)
 	}
