@@ -15,9 +15,21 @@ import (
 )
 
 // FuzzMoneyInvariantsSQLite runs the money fuzz against SQLite's
-// statements, each input on a new database file.
+// statements, each input on a new database file (a copy of a migrated
+// one).
 func FuzzMoneyInvariantsSQLite(f *testing.F) {
-	storetest.FuzzMoneyInvariants(f, func(t *testing.T) payoutkit.Store { return openSQLite(t) })
+	template := migratedTemplate(f)
+	storetest.FuzzMoneyInvariants(f, func(t *testing.T) payoutkit.Store {
+		path := filepath.Join(t.TempDir(), "test.db")
+		if err := os.WriteFile(path, template, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := sqlite.Open(t.Context(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
 }
 
 // FuzzMoneyPathsSQLite runs the money fuzz on SQLite's every path: each
