@@ -1100,9 +1100,10 @@ func pathSeeds() [][]byte {
 		// max_payout 10.00: refusals by the policy and by the balance among accepted creates.
 		slices.Concat(alone(fund99, pop(pathMax, 3)), together(0, false, cents, one, two50, ten, big, big, ten, two50),
 			together(0, false, ten, ten, ten, ten, ten, ten, ten, ten)),
-		// A daily limit of 10.00: four of eight creates of 2.50 pass, then one fails and two more race.
-		slices.Concat(alone(fund99, pop(pathDaily, 2)), together(0, false, two50, two50, two50, two50, two50, two50, two50, two50),
-			together(0, false, pop(pathFail, 1), two50, two50, two50)),
+		// A daily limit of 10.00: one create of 2.50 alone (its policy is read, and then judged
+		// from memory), three of eight more pass; then one fails and creates race again.
+		slices.Concat(alone(fund99, pop(pathDaily, 2), two50), together(0, false, two50, two50, two50, two50, two50, two50, two50, two50),
+			together(0, false, pop(pathFail, 1), two50, two50, two50, two50, two50, two50, two50)),
 		// approval_over 1.00: held payouts approved, rejected, completed and failed at once.
 		slices.Concat(alone(fund99, pop(pathApprovalOver, 1)), together(0, false, two50, two50, two50, one),
 			together(0, false, pop(pathApprove, 0), pop(pathReject, 0), pop(pathComplete, 0), pop(pathApprove, 1), pop(pathApprove, 1), pop(pathFail, 2), pop(pathReject, 2), pop(pathComplete, 3)),
