@@ -63,3 +63,12 @@ func WithWorkspaceCommitters(n int) Option {
 func Query(ctx context.Context, s *Store, query string) (*sql.Rows, error) {
 	return s.reader().QueryContext(ctx, query)
 }
+
+// PipelinedBatches returns how many batches of the store's committers sent
+// writes pipelined.
+func PipelinedBatches(s *Store) (n int64) {
+	for _, c := range s.d.committers {
+		n += c.pipelinedBatches.Load()
+	}
+	return n
+}

@@ -127,15 +127,22 @@ func (op *createPayoutOp) controlled(ctx context.Context, tx *sql.Tx) error {
 	switch {
 	case errors.Is(err, sqlcore.ErrNoControls):
 		// No foreign key checks a payout's workspace (migration 0015):
-		// one without a balance row is unknown.
-		var known bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM balances WHERE workspace_id = $1)`, op.p.WorkspaceID).Scan(&known); err != nil {
-			return err
-		}
-		if !known {
+		// one without a balance row is unknown. The create's statement
+		// was refused by the balance, or by controls that a policy change
+		// committed since has cleared (READ COMMITTED, and in a pipelined
+		// batch every follow-up runs after the whole pipeline): the row
+		// is locked now (JudgeCreate), so its balance decides.
+		var available int64
+		err := tx.QueryRowContext(ctx, `SELECT available FROM balances WHERE workspace_id = $1`, op.p.WorkspaceID).Scan(&available)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
 			return refuse(sqlcore.ErrUnknownWorkspace)
+		case err != nil:
+			return err
+		case available < int64(op.p.Amount):
+			return refuse(payoutkit.ErrInsufficientBalance)
 		}
-		return refuse(payoutkit.ErrInsufficientBalance)
+		j = &sqlcore.Judged{Approval: payoutkit.ApprovalNone} // no hold, no window
 	case sqlcore.Refusal(err):
 		return refuse(err)
 	case err != nil:

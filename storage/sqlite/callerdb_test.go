@@ -22,9 +22,17 @@ import (
 // New asks: WAL, IMMEDIATE transactions, a busy timeout, foreign keys.
 func callerSQLite(t testing.TB) *bun.DB {
 	t.Helper()
+	return callerSQLiteAt(t, filepath.Join(t.TempDir(), "app.db"))
+}
+
+// callerSQLiteAt is callerSQLite on the file at path (which may hold the
+// '#' of a fuzz input's name: escaped, as SQLite reads a URI).
+func callerSQLiteAt(t testing.TB, path string) *bun.DB {
+	t.Helper()
 	q := url.Values{"_txlock": {"immediate"}}
 	q["_pragma"] = []string{"journal_mode(WAL)", "busy_timeout(5000)", "foreign_keys(1)"}
-	sqldb, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "app.db")+"?"+q.Encode())
+	path = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	sqldb, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
 		t.Fatal(err)
 	}
