@@ -44,7 +44,7 @@ func Exec(ctx context.Context, s *Store, query string, args ...any) error {
 func TS(s *Store, t time.Time) any { return s.ts(t) }
 
 // writer runs single statements on the store's writer.
-func (s *Store) writer() sqlcore.Querier { return s.w.Admin() }
+func (s *Store) writer() sqlcore.Querier { return detached{s.w.(*db).sqldb} }
 
 // reader runs reads on the store's pool.
 func (s *Store) reader() sqlcore.Querier { return s.w.Reader() }

@@ -72,7 +72,8 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) (i
 		return 0, nil
 	}
 	var n int
-	err := s.w.Admin().QueryRowContext(ctx, `WITH d AS (
+	err := s.w.InTx(ctx, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `WITH d AS (
 			SELECT seq, id FROM events WHERE state = 'delivered' AND created_at < $1 AND seq < `+sqlcore.PruneBoundSQL+`
 			ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED
 		), a AS (
@@ -81,5 +82,6 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) (i
 			DELETE FROM events WHERE seq IN (SELECT seq FROM d) RETURNING 1
 		)
 		SELECT count(*) FROM e`, ts(before), limit).Scan(&n)
+	})
 	return n, translate(ctx, "prune events", err)
 }

@@ -32,8 +32,6 @@ type writer interface {
 	// is set, and hands its rows to read, which must consume and close
 	// them.
 	Claim(ctx context.Context, pinPlan bool, read func(sqlcore.RowIter) error, query string, args ...any) error
-	// Admin runs single-statement administrative writes.
-	Admin() sqlcore.Querier
 	// Reader runs reads.
 	Reader() sqlcore.Querier
 	// ReadRow runs a point read that returns one row when it is scanned.
@@ -169,7 +167,6 @@ func (d *db) Claim(ctx context.Context, pinPlan bool, read func(sqlcore.RowIter)
 	})
 }
 
-func (d *db) Admin() sqlcore.Querier  { return detached{d.sqldb} }
 func (d *db) Reader() sqlcore.Querier { return detached{d.sqldb} }
 
 // ReadRow runs a point read grouped with others (readgroup.go).

@@ -53,7 +53,11 @@ func Exec(ctx context.Context, s *Store, query string, args ...any) error {
 func TS(s *Store, t time.Time) any { return s.ts(t) }
 
 // writer runs single statements on the store's writer.
-func (s *Store) writer() sqlcore.Querier { return s.w.Admin() }
+func (s *Store) writer() sqlcore.Querier {
+	d := s.w.(*db)
+	d.claimWrite()
+	return d.wdb
+}
 
 // reader runs reads on the store's read pool.
 func (s *Store) reader() sqlcore.Querier { return s.w.Reader() }

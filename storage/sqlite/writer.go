@@ -28,8 +28,6 @@ type writer interface {
 	// RETURNING) in the committer's next batch, and hands them to read,
 	// which must consume and close them.
 	Rows(ctx context.Context, read func(sqlcore.RowIter) error, query string, args ...any) error
-	// Admin runs single-statement administrative writes.
-	Admin() sqlcore.Querier
 	// Reader runs reads.
 	Reader() sqlcore.Querier
 	// ReadRow runs a point read that returns one row when it is scanned.
@@ -87,12 +85,6 @@ func (d *db) Rows(ctx context.Context, read func(sqlcore.RowIter) error, query s
 		}
 		return read(rows)
 	})
-}
-
-// Admin is the writer connection, claimed first by a priority store.
-func (d *db) Admin() sqlcore.Querier {
-	d.claimWrite()
-	return d.wdb
 }
 
 func (d *db) Reader() sqlcore.Querier { return d.rdb }

@@ -71,7 +71,7 @@ func (o *Ops) SetWebhook(ctx context.Context, workspaceID, url, secret string, l
 // SwapWebhookSecret implements payoutkit.WorkspaceStore: one conditional
 // UPDATE, its own short transaction.
 func (o *Ops) SwapWebhookSecret(ctx context.Context, workspaceID, old, next string) error {
-	res, err := o.w.Admin().ExecContext(ctx, `UPDATE workspaces SET webhook_secret = $3 WHERE id = $1 AND webhook_secret = $2`, workspaceID, old, next)
+	res, err := o.execAlone(ctx, `UPDATE workspaces SET webhook_secret = $3 WHERE id = $1 AND webhook_secret = $2`, workspaceID, old, next)
 	if err != nil {
 		return o.c.Translate(ctx, "swap webhook secret", err)
 	}
@@ -197,7 +197,7 @@ func (o *Ops) revokeKeys(ctx context.Context, q Querier, workspaceID, prefix str
 
 // TouchAPIKey implements payoutkit.KeyStore.
 func (o *Ops) TouchAPIKey(ctx context.Context, prefix string, at time.Time) error {
-	_, err := o.w.Admin().ExecContext(ctx,
+	_, err := o.execAlone(ctx,
 		`UPDATE api_keys SET last_used_at = $2 WHERE prefix = $1 AND (last_used_at IS NULL OR last_used_at < $2)`, prefix, o.c.TS(at))
 	return o.c.Translate(ctx, "touch API key", err)
 }
@@ -311,14 +311,14 @@ func (o *Ops) StaffSession(ctx context.Context, tokenHash [32]byte) (payoutkit.S
 // TouchStaffSession implements staff.Store. last_seen_at only moves
 // forward, whatever order concurrent requests touch it in.
 func (o *Ops) TouchStaffSession(ctx context.Context, tokenHash [32]byte, at time.Time) error {
-	_, err := o.w.Admin().ExecContext(ctx, `UPDATE staff_sessions SET last_seen_at = $2 WHERE token_hash = $1 AND last_seen_at < $2`,
+	_, err := o.execAlone(ctx, `UPDATE staff_sessions SET last_seen_at = $2 WHERE token_hash = $1 AND last_seen_at < $2`,
 		tokenHash[:], o.c.TS(at))
 	return o.c.Translate(ctx, "touch staff session", err)
 }
 
 // DeleteStaffSession implements staff.Store.
 func (o *Ops) DeleteStaffSession(ctx context.Context, tokenHash [32]byte) error {
-	_, err := o.w.Admin().ExecContext(ctx, `DELETE FROM staff_sessions WHERE token_hash = $1`, tokenHash[:])
+	_, err := o.execAlone(ctx, `DELETE FROM staff_sessions WHERE token_hash = $1`, tokenHash[:])
 	return o.c.Translate(ctx, "delete staff session", err)
 }
 
@@ -373,8 +373,10 @@ const recordSignInFailureSQL = `INSERT INTO signin_failures (email, failures, wi
 // RecordSignInFailure implements staff.Store.
 func (o *Ops) RecordSignInFailure(ctx context.Context, email string, at time.Time, window time.Duration) (payoutkit.SignInFailures, error) {
 	f := payoutkit.SignInFailures{Email: email}
-	err := o.w.Admin().QueryRowContext(ctx, recordSignInFailureSQL, email, o.c.TS(at), o.c.TS(at.Add(-window))).
-		Scan(&f.Count, TimeCol{T: &f.WindowStart})
+	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, recordSignInFailureSQL, email, o.c.TS(at), o.c.TS(at.Add(-window))).
+			Scan(&f.Count, TimeCol{T: &f.WindowStart})
+	})
 	if err != nil {
 		return payoutkit.SignInFailures{}, o.c.Translate(ctx, "record sign-in failure", err)
 	}
@@ -383,6 +385,6 @@ func (o *Ops) RecordSignInFailure(ctx context.Context, email string, at time.Tim
 
 // ClearSignInFailures implements staff.Store.
 func (o *Ops) ClearSignInFailures(ctx context.Context, email string) error {
-	_, err := o.w.Admin().ExecContext(ctx, `DELETE FROM signin_failures WHERE email = $1`, email)
+	_, err := o.execAlone(ctx, `DELETE FROM signin_failures WHERE email = $1`, email)
 	return o.c.Translate(ctx, "clear sign-in failures", err)
 }

@@ -44,9 +44,6 @@ func (c CallerTx) Write(ctx context.Context, fn TxFunc) error {
 	return c.InTx(ctx, func(tx *sql.Tx) error { return fn(ctx, tx) })
 }
 
-// Admin runs single-statement writes: the caller's transaction.
-func (c CallerTx) Admin() Querier { return c.Tx }
-
 // Reader runs reads: the caller's transaction.
 func (c CallerTx) Reader() Querier { return c.Tx }
 

@@ -14,13 +14,25 @@ import (
 // administrative transactions and statements, its reads and its point reads
 // run.
 type OpsWriter interface {
+	// InTx runs fn as an administrative transaction: fn's error undoes
+	// its changes and is returned as is.
 	InTx(ctx context.Context, fn func(tx *sql.Tx) error) error
-	Admin() Querier
 	Reader() Querier
 	ReadRow(ctx context.Context, query string, args ...any) Scanner
 	// Committed tells the engine's loops that a write committed work for
 	// them.
 	Committed()
+}
+
+// execAlone runs one administrative statement as a transaction of its own.
+func (o *Ops) execAlone(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	var res sql.Result
+	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		res, err = tx.ExecContext(ctx, query, args...)
+		return err
+	})
+	return res, err
 }
 
 // Ops are a store's operations whose statements are the same on both

@@ -124,7 +124,7 @@ func (o *Ops) SetStaffTOTP(ctx context.Context, email string, t payoutkit.StaffT
 
 // UseTOTPStep implements staff.Store: one conditional UPDATE.
 func (o *Ops) UseTOTPStep(ctx context.Context, email string, step int64) error {
-	res, err := o.w.Admin().ExecContext(ctx, `UPDATE staff_users SET totp_last_step = $2
+	res, err := o.execAlone(ctx, `UPDATE staff_users SET totp_last_step = $2
 		WHERE email = $1 AND totp_secret <> '' AND totp_last_step < $2`, email, step)
 	if err != nil {
 		return o.c.Translate(ctx, "use totp step", err)
@@ -134,7 +134,7 @@ func (o *Ops) UseTOTPStep(ctx context.Context, email string, step int64) error {
 
 // UseRecoveryCode implements staff.Store.
 func (o *Ops) UseRecoveryCode(ctx context.Context, email string, hash [32]byte) error {
-	res, err := o.w.Admin().ExecContext(ctx, `DELETE FROM staff_recovery_codes WHERE staff_email = $1 AND code_hash = $2`, email, hash[:])
+	res, err := o.execAlone(ctx, `DELETE FROM staff_recovery_codes WHERE staff_email = $1 AND code_hash = $2`, email, hash[:])
 	if err != nil {
 		return o.c.Translate(ctx, "use recovery code", err)
 	}
