@@ -55,7 +55,7 @@ func (s *Store) ClaimEvents(ctx context.Context, owner string, now, leaseUntil t
 		return nil, err
 	}
 	evs, err := sqlcore.Claim(func(read func(sqlcore.RowIter) error) error {
-		return s.w.Rows(ctx, read, claimEventsSQL, ts(now), ts(leaseUntil), limit, owner, exceptJSON)
+		return s.rowsWrite(ctx, read, claimEventsSQL, ts(now), ts(leaseUntil), limit, owner, exceptJSON)
 	}, func(sc sqlcore.Scanner, seq *int64) (payoutkit.Event, error) { return sqlcore.ScanEvent(sc, seq) })
 	if err != nil {
 		return nil, translate(ctx, "claim events", err)

@@ -373,7 +373,7 @@ func (s *Store) ClaimPayoutHandoffs(ctx context.Context, owner string, now, leas
 	}
 	ls, err := s.d.handoffs.Claim(now, leaseUntil, limit, func(after int64, n int) ([]payoutkit.PayoutLease, int64, error) {
 		return sqlcore.ClaimHandoffLeases(owner, func(read func(sqlcore.RowIter) error) error {
-			return s.w.Rows(ctx, read, claimHandoffsSQL, ts(now), ts(leaseUntil), n, owner, after)
+			return s.rowsWrite(ctx, read, claimHandoffsSQL, ts(now), ts(leaseUntil), n, owner, after)
 		})
 	})
 	if err != nil {
@@ -390,7 +390,7 @@ const markHandedOffSQL = `UPDATE payouts SET handed_off_at = COALESCE(handed_off
 // MarkPayoutHandedOff implements payoutkit.PayoutStore: a conditional
 // update on the claim's owner and fencing token.
 func (s *Store) MarkPayoutHandedOff(ctx context.Context, l payoutkit.PayoutLease, at time.Time) error {
-	res, err := s.w.Exec(ctx, markHandedOffSQL, l.WorkspaceID, l.PayoutID, ts(at), l.Owner, l.Token)
+	res, err := s.execWrite(ctx, markHandedOffSQL, l.WorkspaceID, l.PayoutID, ts(at), l.Owner, l.Token)
 	if err != nil {
 		return translate(ctx, "mark payout handed off", err)
 	}

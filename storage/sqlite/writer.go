@@ -22,12 +22,6 @@ type writer interface {
 	// fn's error undoes its changes and is returned as is. A refusalSafe
 	// write changes nothing when it refuses, and needs no savepoint.
 	Write(ctx context.Context, refusalSafe bool, fn sqlcore.TxFunc) error
-	// Exec runs a single write statement in the committer's next batch.
-	Exec(ctx context.Context, query string, args ...any) (sql.Result, error)
-	// Rows runs a single write statement that returns rows (UPDATE ...
-	// RETURNING) in the committer's next batch, and hands them to read,
-	// which must consume and close them.
-	Rows(ctx context.Context, read func(sqlcore.RowIter) error, query string, args ...any) error
 	// Reader runs reads.
 	Reader() sqlcore.Querier
 	// ReadRow runs a point read that returns one row when it is scanned.
@@ -47,12 +41,11 @@ var (
 // write in a savepoint of it, with the caller's context.
 type callerWriter struct{ sqlcore.CallerTx }
 
+// Write runs fn in a savepoint of the caller's transaction, refusal-safe or
+// not: a write that fails for an unexpected reason must not leave half of
+// itself in a transaction the caller may still commit.
 func (c callerWriter) Write(ctx context.Context, _ bool, fn sqlcore.TxFunc) error {
 	return c.CallerTx.Write(ctx, fn)
-}
-
-func (c callerWriter) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return c.Tx.ExecContext(ctx, query, args...)
 }
 
 // InTx runs fn in a transaction of its own on the writer connection, after
@@ -67,19 +60,25 @@ func (d *db) Write(ctx context.Context, refusalSafe bool, fn sqlcore.TxFunc) err
 	return d.batch.do(ctx, refusalSafe, fn)
 }
 
-func (d *db) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+// execWrite runs one write statement as a write of its own, refusal-safe
+// (a statement that fails changes nothing), prepared if it is one of the
+// store's prepared statements.
+func (s *Store) execWrite(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	var res sql.Result
-	err := d.batch.do(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.w.Write(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		res, err = stmts(d.wstmts).exec(ctx, tx, query, args...)
+		res, err = s.st.exec(ctx, tx, query, args...)
 		return err
 	})
 	return res, err
 }
 
-func (d *db) Rows(ctx context.Context, read func(sqlcore.RowIter) error, query string, args ...any) error {
-	return d.batch.do(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
-		rows, err := stmts(d.wstmts).query(ctx, tx, query, args...)
+// rowsWrite runs one write statement that returns rows (UPDATE ...
+// RETURNING) as a write of its own, as execWrite does, and hands them to
+// read, which must consume and close them.
+func (s *Store) rowsWrite(ctx context.Context, read func(sqlcore.RowIter) error, query string, args ...any) error {
+	return s.w.Write(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
+		rows, err := s.st.query(ctx, tx, query, args...)
 		if err != nil {
 			return err
 		}
