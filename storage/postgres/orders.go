@@ -16,7 +16,7 @@ const (
 
 // CreateOrder implements payoutkit.OrderStore.
 func (s *Store) CreateOrder(ctx context.Context, o payoutkit.Order) (payoutkit.Order, bool, error) {
-	res, err := s.w.Exec(ctx, o.WorkspaceID, insertOrderSQL,
+	res, err := s.execWrite(ctx, o.WorkspaceID, insertOrderSQL,
 		o.WorkspaceID, o.OrderID, string(o.Status), int64(o.Amount), o.PayerID, o.Description,
 		ts(o.CreatedAt), ts(o.UpdatedAt), ts(o.PaidAt))
 	if err != nil {

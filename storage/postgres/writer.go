@@ -25,9 +25,6 @@ type writer interface {
 	// WritePiped is Write for a write that pipe runs as one statement,
 	// pipelined with the other writes of its batch.
 	WritePiped(ctx context.Context, key string, fn txFunc, pipe *pgPipe) error
-	// Exec runs a single write statement in the next batch of the
-	// committer of workspace key.
-	Exec(ctx context.Context, key, query string, args ...any) (sql.Result, error)
 	// Claim runs a claiming statement, under pgClaimSettings when pinPlan
 	// is set, and hands its rows to read, which must consume and close
 	// them.
@@ -57,10 +54,6 @@ func (c callerWriter) Write(ctx context.Context, _ string, fn txFunc) error {
 
 func (c callerWriter) WritePiped(ctx context.Context, _ string, fn txFunc, _ *pgPipe) error {
 	return c.CallerTx.Write(ctx, fn)
-}
-
-func (c callerWriter) Exec(ctx context.Context, _, query string, args ...any) (sql.Result, error) {
-	return c.Tx.ExecContext(ctx, query, args...)
 }
 
 // Claim runs the claim in a savepoint of the caller's transaction; the plan
@@ -119,14 +112,17 @@ func (d *db) WritePiped(ctx context.Context, key string, fn txFunc, pipe *pgPipe
 	return d.committerFor(key).submit(ctx, key, fn, pipe)
 }
 
-func (d *db) Exec(ctx context.Context, key, query string, args ...any) (sql.Result, error) {
+// execWrite runs a single write statement as a write of its own in the
+// next batch of the committer of workspace key, pipelined with the batch's
+// other statements.
+func (s *Store) execWrite(ctx context.Context, key, query string, args ...any) (sql.Result, error) {
 	var res sql.Result
 	fn := func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		res, err = tx.ExecContext(ctx, query, args...)
 		return err
 	}
-	err := d.committerFor(key).submit(ctx, key, fn, execPipe(query, args, func(n int64) { res = rowsAffected(n) }))
+	err := s.w.WritePiped(ctx, key, fn, execPipe(query, args, func(n int64) { res = rowsAffected(n) }))
 	return res, err
 }
 
