@@ -106,17 +106,8 @@ func (e *Engine) Authenticate(ctx context.Context, authorization string, client 
 	return e.authenticate(ctx, authorization, client, e.store.APIKey)
 }
 
-// KeyBalanceReader reads an API key together with its workspace's balance
-// in one query, so that AuthenticateBalance costs one round trip. Every
-// Store is one.
-type KeyBalanceReader interface {
-	// APIKeyBalance returns the key with the given prefix, revoked or not,
-	// and the balance of its workspace.
-	APIKeyBalance(ctx context.Context, prefix string) (APIKey, Balance, error)
-}
-
 // AuthenticateBalance is Authenticate followed by Balance of the key's
-// workspace, in one read of the store (KeyBalanceReader): the key is
+// workspace, in one read of the store (Store.APIKeyBalance): the key is
 // checked on every call, so a revoked key fails at once on every instance,
 // and a balance read costs one round trip instead of two. The balance is
 // returned only with a nil error.

@@ -74,7 +74,7 @@ type PayoutLease struct {
 const freshLease = time.Second
 
 // Lease reserves a new payout's hand-off and its first event to the engine
-// that creates it (PayoutStore.CreatePayout): the zero Lease reserves
+// that creates it (Store.CreatePayout): the zero Lease reserves
 // nothing.
 type Lease struct {
 	Owner string // the engine's DeliveryConfig.Owner
@@ -117,7 +117,7 @@ func (e *NotDueError) Is(target error) bool { return target == ErrNotDue }
 // with ErrConflict: the newer claim's owner records it.
 //
 // The engine's hand-off loop (Engine.Start) calls it for payouts it claimed
-// with PayoutStore.ClaimPayoutHandoffs.
+// with Store.ClaimPayoutHandoffs.
 func (e *Engine) handOffPayout(ctx context.Context, l PayoutLease) error {
 	p := l.Payout
 	if l.ReadAt.IsZero() || e.clock().Sub(l.ReadAt) >= freshLease {

@@ -7,252 +7,159 @@ import (
 )
 
 // Store is where the engine keeps its state. Every method that changes money
-// is one atomic operation that happens whole, with its ledger entry and its
-// event, or not at all; the engine never composes a balance change out of
-// several calls. Implementations live in package storage; the conformance
-// suite in storage/storetest checks any of them.
+// is one atomic operation, with its ledger entry and its event, or changes
+// nothing; the engine never composes a balance change out of several calls.
+// Events enter the outbox only so, in their change's transaction; one whose
+// workspace has no webhook URL then enters it failed with NoWebhookURLError
+// and is never claimed unless resent. Every change of a payout control
+// appends its security log entry in the same transaction. Package
+// storage/storetest is the conformance suite.
 //
-// Stores report missing rows with ErrNotFound, taken ids with ErrConflict and
-// an overdraft with ErrInsufficientBalance (all matched with errors.Is);
-// anything else is an internal error that must not reach a caller verbatim.
-//
-// Every capability the engine and its loops use is a method here, with no
-// optional interface discovered at run time, so that a store wrapped by its
-// caller keeps all of them and a store that lacks one does not compile.
+// A missing row is ErrNotFound, a taken id ErrConflict and an overdraft
+// ErrInsufficientBalance (matched with errors.Is); any other error is
+// internal and must not reach a caller verbatim. Listings are newest first
+// (by creation time, then insertion order) unless said otherwise, and an
+// unreadable cursor is ErrInvalidInput. No capability is an optional
+// interface, so that a wrapped store keeps them all.
 type Store interface {
-	WorkspaceStore
-	KeyStore
-	KeyBalanceReader
-	PayoutStore
-	OrderStore
-	LedgerStore
-	Outbox
-	WorkNotifier
-	ControlStore
-	Close() error
-}
-
-// WorkNotifier tells the engine's loops in its own process when the store
-// has committed work for them (a new event, a payout to hand over, an event
-// sent again), so that they claim it at once instead of at their next poll.
-// Work that another process commits, or that is written in a caller's
-// transaction, is found by the poll (DeliveryConfig.PollInterval).
-type WorkNotifier interface {
-	// SubscribeWork returns a channel that receives after work is
-	// committed (a burst may send once), and cancel, which ends the
-	// subscription.
-	SubscribeWork() (ch <-chan struct{}, cancel func())
-}
-
-// WorkspaceStore keeps workspaces.
-type WorkspaceStore interface {
-	// CreateWorkspace stores a new workspace with a zero balance, its first
+	// CreateWorkspace stores a workspace with a zero balance, its first
 	// staff user and its first API key, atomically.
 	CreateWorkspace(ctx context.Context, ws Workspace, staff StaffUser, key APIKey) error
-	// Workspace returns one workspace.
 	Workspace(ctx context.Context, id string) (Workspace, error)
-	// SetWebhook replaces a workspace's webhook URL and signing secret and
-	// appends log, atomically.
+	// SetWebhook replaces the webhook URL and secret and appends log,
+	// atomically.
 	SetWebhook(ctx context.Context, workspaceID, url, secret string, log SecurityLogEntry) error
-	// SwapWebhookSecret replaces a workspace's stored webhook secret with
-	// next only while it is still old, so that a concurrent rotation wins:
-	// otherwise ErrConflict (ErrNotFound for an unknown workspace). It
-	// changes nothing else.
+	// SwapWebhookSecret replaces the secret with next, and nothing else,
+	// only while it is still old (else ErrConflict): a concurrent rotation wins.
 	SwapWebhookSecret(ctx context.Context, workspaceID, old, next string) error
-	// WorkspaceIDs lists every workspace's id, oldest first, for audits and
-	// for a server telling an empty database on its first start.
+	// WorkspaceIDs lists every workspace's id, oldest first.
 	WorkspaceIDs(ctx context.Context) ([]string, error)
-}
-
-// KeyStore keeps hashed API keys.
-type KeyStore interface {
-	// InsertAPIKey stores a new key and appends log, atomically; a taken
-	// prefix is ErrConflict. With revokeOthers it first revokes every active
-	// key of the workspace, in the same transaction (a reset), returns how
-	// many it revoked and records that count in log's Details as
-	// "revoked".
+	// InsertAPIKey stores key and appends log, atomically; a taken prefix is
+	// ErrConflict. With revokeOthers it first revokes the workspace's active
+	// keys in the same transaction, and records how many in log.Details
+	// as "revoked".
 	InsertAPIKey(ctx context.Context, key APIKey, revokeOthers bool, log SecurityLogEntry) (revoked int, err error)
-	// APIKey returns the key with the given prefix, revoked or not.
+	// APIKey returns a key by prefix, revoked or not; APIKeyBalance returns
+	// it with its workspace's balance in one query.
 	APIKey(ctx context.Context, prefix string) (APIKey, error)
-	// APIKeys lists a workspace's keys, newest first.
+	APIKeyBalance(ctx context.Context, prefix string) (APIKey, Balance, error)
 	APIKeys(ctx context.Context, workspaceID string) ([]APIKey, error)
-	// RevokeAPIKeys revokes the workspace's active keys with the given prefix,
-	// or all of them when prefix is empty, returns how many it revoked and,
-	// when that is any, appends log, atomically.
+	// RevokeAPIKeys revokes the workspace's active keys with prefix (all of
+	// them when empty) and, when it revoked any, appends log, atomically.
 	RevokeAPIKeys(ctx context.Context, workspaceID, prefix string, at time.Time, log SecurityLogEntry) (int, error)
-	// TouchAPIKey records that the key was used at the given time.
 	TouchAPIKey(ctx context.Context, prefix string, at time.Time) error
-}
 
-// PayoutStore keeps payouts and moves money for them.
-type PayoutStore interface {
-	// CreatePayout debits p.Amount from the available balance and stores p, a
-	// payout_debit ledger entry and ev, atomically. When the workspace already
-	// has a payout with p.PayoutID it changes nothing and returns the stored one
-	// with created false. When the available balance does not cover p.Amount it
-	// returns ErrInsufficientBalance and changes nothing.
+	// Payouts, orders and balances.
+
+	// CreatePayout stores p, debits p.Amount with a payout_debit ledger
+	// entry, and stores ev, atomically. A taken p.PayoutID changes nothing
+	// and returns the stored payout with created false; an overdraft is
+	// ErrInsufficientBalance. After the replay check and before the debit it
+	// judges p with a PolicyCheck, in the same transaction: a refusal is the
+	// check's error; otherwise p is stored with the check's Approval, and ev's
+	// body rendered with it. The 24-hour sum it reads is exact under
+	// concurrency, like the balance.
 	//
-	// When lease.Owner is set, the payout is stored claimed for hand-off by
-	// lease.Owner until lease.Until with fencing token 1, as
-	// ClaimPayoutHandoffs would have claimed it (unless its policy holds it
-	// for approval), and ev leased to lease.Owner until lease.Until, as
-	// ClaimEvents would have leased it (unless its workspace has no webhook
-	// URL): the engine that creates the payout hands it over and delivers
-	// ev itself right after the commit, and any engine claims them once the
-	// lease has expired. Such a create is no new work for SubscribeWork.
+	// With lease.Owner set, p is stored claimed for hand-off with fencing
+	// token 1 (unless held for approval) and ev leased (unless the
+	// workspace has no webhook URL), both to lease.Owner until lease.Until,
+	// as ClaimPayoutHandoffs and ClaimEvents would have; such a create is
+	// no new work for SubscribeWork.
 	CreatePayout(ctx context.Context, p Payout, ev Event, lease Lease) (stored Payout, created bool, err error)
-	// SettlePayout moves a submitted payout to p.Status (completed or failed),
-	// recording p.TxID or p.FailureReason and p.UpdatedAt, and stores ev. A
-	// failed payout's amount is credited back with a payout_refund ledger
-	// entry, in the same transaction. A payout that is no longer submitted is
-	// ErrConflict and nothing changes.
+	// SettlePayout moves a submitted payout to p.Status with p.TxID or
+	// p.FailureReason and p.UpdatedAt, and stores ev, atomically; a failed
+	// payout's amount is credited back (payout_refund) and leaves the
+	// 24-hour sum. A payout no longer submitted is ErrConflict.
 	SettlePayout(ctx context.Context, p Payout, ev Event) error
-	// Payout returns one payout of the workspace.
 	Payout(ctx context.Context, workspaceID, payoutID string) (Payout, error)
-	// Payouts lists the workspace's payouts that match f, newest first: by
-	// creation time, then by insertion order among payouts created at the
-	// same instant. Page.Next is the store's own position; an unreadable
-	// cursor is ErrInvalidInput.
 	Payouts(ctx context.Context, workspaceID string, f PayoutFilter, page PageRequest) (Page[Payout], error)
-	// PayoutsPerDay counts the workspace's payouts per UTC day of their
-	// creation and by status (submitted ones in InProgress), for the whole
-	// days that [from, to) touches: from's day through the day of to's
-	// last microsecond. The stores keep these counts per day (PayoutDay),
-	// in the transaction of every create and settlement, and read at most
-	// one row a day. It returns the days that have payouts, oldest first,
-	// each Day at midnight UTC. An unknown workspace is ErrNotFound.
+	// PayoutsPerDay counts the payouts by status per UTC day of creation
+	// (PayoutDay), over the days that [from, to) touches, from per-day
+	// counters kept in the transaction of every create and settlement. It
+	// returns the days that have payouts, oldest first, each Day at midnight
+	// UTC; an unknown workspace is ErrNotFound.
 	PayoutsPerDay(ctx context.Context, workspaceID string, from, to time.Time) ([]DayCount, error)
-	// ClaimPayoutHandoffs leases up to limit submitted payouts that have not
-	// been handed to the processor, are not held for approval
-	// (ApprovalPending), and hold no live lease, to owner until
-	// leaseUntil, oldest first. Each claim gives the payout a new fencing
-	// token, larger than any earlier one of that payout. A store may read
-	// on from where its last claim that reached limit ended, so that a
-	// backlog's claims do not each walk past the payouts in flight; it
-	// comes back for older ones (a lease that expired, a payout approved)
-	// in a claim that would otherwise come up short, and at least once per
-	// lease's length (leaseUntil − now).
+	// ClaimPayoutHandoffs leases to owner until leaseUntil up to limit
+	// submitted payouts not yet handed off, not ApprovalPending and with no
+	// live lease, oldest first, each with a fencing token larger than any
+	// earlier one. A store may resume after its last full claim, but comes
+	// back for older ones when a claim would come up short, and at least
+	// once per lease length.
 	ClaimPayoutHandoffs(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]PayoutLease, error)
-	// MarkPayoutHandedOff records that the processor accepted the leased
-	// payout, only while l's owner and token are the payout's latest claim:
-	// otherwise ErrConflict (another claim took it over), or ErrNotFound for
-	// an unknown payout. Recording it again under the same claim is no error.
+	// MarkPayoutHandedOff records the hand-off only while l is the payout's
+	// latest claim, else ErrConflict; again under the same claim is no error.
 	MarkPayoutHandedOff(ctx context.Context, l PayoutLease, at time.Time) error
-}
-
-// OrderStore keeps orders and credits paid ones.
-type OrderStore interface {
-	// CreateOrder stores a pending order. When the workspace already has an
-	// order with o.OrderID it changes nothing and returns the stored one with
-	// created false.
+	// CreateOrder stores a pending order; a taken o.OrderID changes nothing
+	// and returns the stored order with created false.
 	CreateOrder(ctx context.Context, o Order) (stored Order, created bool, err error)
 	// MarkOrderPaid moves a pending order to paid (o.PaidAt, o.UpdatedAt),
 	// credits its amount with an order_credit ledger entry and stores ev,
-	// atomically. An order that is not pending is ErrConflict and nothing changes.
+	// atomically. An order that is not pending is ErrConflict.
 	MarkOrderPaid(ctx context.Context, o Order, ev Event) error
-	// Order returns one order of the workspace.
 	Order(ctx context.Context, workspaceID, orderID string) (Order, error)
-	// Orders lists the workspace's orders that match f, newest first, in
-	// the order Payouts uses.
 	Orders(ctx context.Context, workspaceID string, f OrderFilter, page PageRequest) (Page[Order], error)
-}
-
-// LedgerStore reads balances and the entries behind them.
-type LedgerStore interface {
-	// Balance returns the workspace's balance.
 	Balance(ctx context.Context, workspaceID string) (Balance, error)
-	// Ledger lists the workspace's ledger entries, newest first.
 	Ledger(ctx context.Context, workspaceID string, page PageRequest) (Page[LedgerEntry], error)
-	// Audit recomputes the workspace's money from its rows, in one consistent
-	// read, so that callers can prove the balance invariants.
+	// Audit recomputes the workspace's money from its rows in one
+	// consistent read.
 	Audit(ctx context.Context, workspaceID string) (Audit, error)
-	// Customers lists the workspace's customers (payer_ids that money moved
-	// for), newest first by the first movement. Their sums change in the
-	// same transaction as the payout or order that moves them.
+	// Customers lists the payer_ids that money moved for, newest first by
+	// the first movement; their sums change in the transaction that moves
+	// the money.
 	Customers(ctx context.Context, workspaceID string, page PageRequest) (Page[Customer], error)
-}
 
-// Outbox holds events until they are delivered. Events enter it only through
-// the money-moving methods above, in the same transaction as their change;
-// an event of a workspace that has no webhook URL at that moment enters it
-// failed, with NoWebhookURLError (shown as EventStateNotSent), and is never
-// claimed unless resent.
-type Outbox interface {
-	// ClaimEvents leases up to limit events that are due (pending, next attempt
-	// at or before now, no live lease) to owner until leaseUntil: the soonest
-	// due ones (events not yet due cost it nothing), returned oldest first.
-	// An event is not due while an earlier event of the same subject is still
-	// pending, so that a payout's events go out in order. It passes over
-	// the events of the workspaces in except: the delivery loop names the
-	// workspaces whose share of workers (DeliveryConfig.MaxPerWorkspace) is
-	// busy, so that one workspace's backlog (a receiver that hangs,
-	// thousands of events due) never keeps another workspace's events
-	// waiting.
+	// The outbox.
+
+	// ClaimEvents leases to owner until leaseUntil up to limit due events
+	// (pending, next attempt at or before now, no live lease, no earlier
+	// pending event of the same subject), the soonest due first and returned
+	// oldest first, passing over the workspaces in except (those whose
+	// DeliveryConfig.MaxPerWorkspace is busy). Events not yet due cost it
+	// nothing.
 	ClaimEvents(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]Event, error)
-	// RecordAttempt stores one delivery attempt of a leased event and moves the
-	// event to next: delivered, failed, or pending again at next.NextAttemptAt.
-	// It is ErrConflict when owner no longer holds the event's lease (or the
-	// event is no longer pending), ErrNotFound for an unknown event.
+	// RecordAttempt stores an attempt of a leased event and moves the event
+	// to next. It is ErrConflict when owner no longer holds the lease or the
+	// event is no longer pending.
 	RecordAttempt(ctx context.Context, owner string, a DeliveryAttempt, next EventDelivery) error
-	// Events lists the workspace's events, newest first.
 	Events(ctx context.Context, workspaceID string, page PageRequest) (Page[Event], error)
-	// Event returns one event of the workspace.
 	Event(ctx context.Context, workspaceID, eventID string) (Event, error)
-	// SubjectEvents lists the workspace's events of one subject
-	// ("payout:<id>"), oldest first.
+	// SubjectEvents and DeliveryAttempts list oldest first.
 	SubjectEvents(ctx context.Context, workspaceID, subject string) ([]Event, error)
-	// DeliveryAttempts lists an event's attempts, oldest first.
 	DeliveryAttempts(ctx context.Context, workspaceID, eventID string) ([]DeliveryAttempt, error)
-	// ResendEvent makes a failed or delivered event pending again, due at now.
+	// ResendEvent makes a failed or delivered event pending, due at now.
 	ResendEvent(ctx context.Context, workspaceID, eventID string, now time.Time) error
 	// PruneEvents deletes up to limit delivered events recorded before
-	// before, oldest first, with their delivery attempts, across
-	// workspaces, and returns how many it deleted. Failed and pending events
-	// are kept, as are payouts, orders and the ledger.
+	// before, oldest first, with their attempts, and returns how many.
 	PruneEvents(ctx context.Context, before time.Time, limit int) (int, error)
-	// OutboxHealth counts the events per EventState and finds the oldest
-	// pending one, across workspaces, in one consistent read.
+	// OutboxHealth reads the outbox's counts in one consistent read.
 	OutboxHealth(ctx context.Context) (OutboxHealth, error)
-}
+	// SubscribeWork returns a channel that receives (a burst may send
+	// once) after this process commits work for the loops outside a
+	// caller's transaction, so that they need not wait for their next
+	// poll, and cancel, which unsubscribes.
+	SubscribeWork() (ch <-chan struct{}, cancel func())
 
-// ControlStore keeps the workspaces' payout controls (contract, section 10)
-// and their security log (section 11). Every change of a control is
-// appended to the log in the same transaction as the change.
-//
-// CreatePayout enforces the policy: after its replay check and before its
-// debit, in the same transaction, it judges the payout with a PolicyCheck
-// (refusing it with the check's error and changing nothing, or storing it
-// with the Approval the check returns and its event's body rendered with
-// it); the 24-hour sum it reads is exact under concurrency, like the
-// balance. SettlePayout of a failed payout gives its amount back to that sum.
-type ControlStore interface {
-	// PayoutPolicy returns the workspace's policy, DefaultPayoutPolicy
-	// until it is changed.
+	// Payout controls and the security log.
+
+	// PayoutPolicy returns DefaultPayoutPolicy until the policy is changed.
 	PayoutPolicy(ctx context.Context, workspaceID string) (PayoutPolicy, error)
-	// UpdatePayoutPolicy applies patch to the workspace's policy and
-	// appends log, atomically, and returns the policy after the change.
 	UpdatePayoutPolicy(ctx context.Context, workspaceID string, patch PolicyPatch, log SecurityLogEntry) (PayoutPolicy, error)
-	// AddAddress stores e in the workspace's address book with ev (its
-	// address.added event) and log, atomically. An entry of the same
-	// network and Key is ErrConflict; an unknown workspace ErrNotFound.
+	// AddAddress stores e with ev and log; an entry of the same network and
+	// Key is ErrConflict.
 	AddAddress(ctx context.Context, e AddressEntry, ev Event, log SecurityLogEntry) error
-	// Addresses lists the workspace's address book, oldest first.
+	// Addresses lists the address book, oldest first.
 	Addresses(ctx context.Context, workspaceID string) ([]AddressEntry, error)
-	// RemoveAddress deletes the entry of network and key and appends log,
-	// atomically, and returns how many entries it deleted (0 or 1).
+	// RemoveAddress returns how many entries it deleted (0 or 1).
 	RemoveAddress(ctx context.Context, workspaceID, network, key string, log SecurityLogEntry) (int, error)
 	// ApprovePayout moves a held payout (submitted, ApprovalPending) to
-	// ApprovalApproved, so that the hand-off claims it, and appends log,
-	// atomically. Any other payout is ErrConflict; an unknown one
-	// ErrNotFound.
+	// ApprovalApproved, so that the hand-off claims it; RejectPayout
+	// settles it as SettlePayout does p (failed, ApprovalRejected). Any
+	// other payout is ErrConflict.
 	ApprovePayout(ctx context.Context, workspaceID, payoutID string, at time.Time, log SecurityLogEntry) error
-	// RejectPayout is SettlePayout of p as failed (p.Approval
-	// ApprovalRejected) for a held payout only, with log appended in the
-	// same transaction. Any other payout is ErrConflict; an unknown one
-	// ErrNotFound.
 	RejectPayout(ctx context.Context, p Payout, ev Event, log SecurityLogEntry) error
-	// SecurityLog lists the workspace's security log, newest first.
 	SecurityLog(ctx context.Context, workspaceID string, page PageRequest) (Page[SecurityLogEntry], error)
+
+	Close() error
 }
 
 // OutboxHealth is the state of the outbox, for audits and operators. Each
