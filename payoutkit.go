@@ -71,68 +71,52 @@ type Service interface {
 	Order(ctx context.Context, workspaceID, orderID string) (Order, error)
 	MarkOrderPaid(ctx context.Context, workspaceID, orderID string) (Order, error)
 	ListOrders(ctx context.Context, workspaceID string, req ListOrdersRequest) (List[Order], error)
-	// Authenticate resolves an Authorization header value, used from the
-	// client address, to the key's principal (see Engine.Authenticate).
+	// Authenticate and AuthenticateBalance are Engine's. GET /v1/balance
+	// calls AuthenticateBalance alone: a wrapper that changes Balance or
+	// Authenticate must change it too.
 	Authenticate(ctx context.Context, authorization string, client netip.Addr) (Principal, error)
-	// AuthenticateBalance is Authenticate followed by Balance of the key's
-	// workspace, which the engine reads together in one query; GET
-	// /v1/balance calls it alone. A wrapper that changes Balance or
-	// Authenticate changes it too, and one that embeds *Engine keeps the
-	// one-query read.
 	AuthenticateBalance(ctx context.Context, authorization string, client netip.Addr) (Principal, Balance, error)
 }
 
 // Config configures an Engine. The zero value is usable.
 type Config struct {
-	// Coins is the list of payout coins offered to every workspace. Each coin's
-	// network needs an address validator, from package address or from
-	// AddressValidators. Defaults to DefaultCoins().
+	// Coins are the payout coins offered to every workspace; each coin's
+	// network needs an address validator. Defaults to DefaultCoins().
 	Coins []Coin
-	// AddressValidators adds or replaces address validators by network name,
-	// for coins on networks that package address does not know. Defaults to none.
+	// AddressValidators adds or replaces address validators by network,
+	// for networks that package address does not know. Defaults to none.
 	AddressValidators map[string]func(address string) error
-	// Processor receives each accepted payout to send it on the real rail:
-	// once Start has run the engine's loops, the hand-off loop gives it
-	// every submitted payout under a lease; it settles the
-	// payout later through CompletePayout or FailPayout. Defaults to none:
-	// no payout is handed over, and payouts stay submitted until settled by
-	// a call.
+	// Processor is the rail that Start's hand-off loop gives every
+	// submitted payout to; it settles them through CompletePayout or
+	// FailPayout. Defaults to none: payouts stay submitted until settled
+	// by a call.
 	Processor Processor
-	// Delivery configures the loops that Start runs: webhook delivery
-	// (notifier, retries, retention, leases) and the payouts' hand-off.
-	// Defaults to the zero DeliveryConfig, whose every field has a default.
+	// Delivery configures the loops that Start runs. Defaults to the zero
+	// DeliveryConfig.
 	Delivery DeliveryConfig
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
-	// CursorKey keys the HMAC that makes list cursors tamper-evident and
-	// binds them to their workspace and filter. Engines that serve one
-	// deployment must share it, so that a cursor from one instance works on
-	// the next. Defaults to a fixed key: cursors are still refused when
-	// changed, or used with another workspace or filter, but someone who
-	// knows the key could forge one, which yields at most another position
-	// in their own workspace's listing. Set a secret of 32 random bytes to
-	// rule that out.
+	// CursorKey keys the HMAC that binds list cursors to their workspace
+	// and filter; engines of one deployment must share it. Defaults to a
+	// fixed key, with which a forged cursor yields at most another
+	// position in the forger's own listing; set 32 random bytes to rule
+	// that out.
 	CursorKey []byte
 	// Logger receives the engine's logs. Defaults to slog.Default().
 	Logger *slog.Logger
-	// PasswordCost is the bcrypt cost of the password of a workspace's
-	// first staff user (CreateWorkspace). Defaults to 12; tests may lower it
-	// to bcrypt.MinCost.
+	// PasswordCost is the bcrypt cost of a new workspace's first staff
+	// password. Defaults to 12.
 	PasswordCost int
-	// SecretKeys seals every workspace's webhook signing secret at rest
-	// (AES-256-GCM, bound to the workspace id) with its current key, and
-	// opens values sealed with any of its keys. Plain secrets stored before
-	// sealing was turned on still read; Engine.ResealWebhookSecrets seals
-	// them. Defaults to nil: secrets are stored plain, and a sealed one read
-	// back is an error matching seal.ErrKeyMissing.
+	// SecretKeys seals webhook secrets at rest with its current key and
+	// opens those sealed with any of its keys; plain secrets still read
+	// (Engine.ResealWebhookSecrets seals them). Defaults to nil: secrets
+	// are stored plain, and a sealed one is an error matching
+	// seal.ErrKeyMissing.
 	SecretKeys *seal.KeyRing
-	// ObservePayout, when set, is told of every payout change this engine
-	// made, once it is stored, for metrics: p is the payout after the
-	// change, submitted when CreatePayout created it (not for a replay),
-	// completed or failed when this engine settled it (CompletePayout,
-	// FailPayout, a processor's settlement, the sandbox's by hand). Changes refused or made by another engine on the same
-	// store are not reported. It runs on the caller's goroutine,
-	// concurrently, and must return quickly. Defaults to nil.
+	// ObservePayout, when set, is told of every payout this engine
+	// created (not replayed) or settled, once stored, for metrics. It runs
+	// on the caller's goroutine, concurrently, and must return quickly.
+	// Defaults to nil.
 	ObservePayout func(p Payout)
 }
 
