@@ -260,13 +260,18 @@ func KeyActor(prefix, clientAddr string) Actor {
 	return Actor{ID: "api:" + prefix, ClientAddr: clientAddr}
 }
 
-// The security log's actions of payout controls.
+// The actions of the security log that the engine records.
 const (
-	ActionPolicyChanged  = "policy.changed"
-	ActionAddressAdded   = "address.added"
-	ActionAddressRemoved = "address.removed"
-	ActionPayoutApproved = "payout.approved"
-	ActionPayoutRejected = "payout.rejected"
+	ActionKeyCreated           = "key.created"
+	ActionKeyRevoked           = "key.revoked"
+	ActionKeysReset            = "keys.reset"
+	ActionWebhookURLSet        = "webhook.url_set"
+	ActionWebhookSecretRotated = "webhook.secret_rotated"
+	ActionPolicyChanged        = "policy.changed"
+	ActionAddressAdded         = "address.added"
+	ActionAddressRemoved       = "address.removed"
+	ActionPayoutApproved       = "payout.approved"
+	ActionPayoutRejected       = "payout.rejected"
 )
 
 // SecurityLogEntry is one entry of a workspace's append-only security log.

@@ -8,17 +8,13 @@ import (
 // Code is the wire contract's error code; its HTTP status is Code / 100.
 type Code int
 
-// The contract's error codes that the engine produces.
+// The contract's error codes; only the HTTP layer produces 40500 and up.
 const (
-	CodeInvalidInput Code = 40000
-	CodeUnauthorized Code = 40100
-	CodeForbidden    Code = 40300
-	CodeNotFound     Code = 40400
-	CodeConflict     Code = 40900
-)
-
-// The contract's error codes that only the HTTP layer produces.
-const (
+	CodeInvalidInput     Code = 40000
+	CodeUnauthorized     Code = 40100
+	CodeForbidden        Code = 40300
+	CodeNotFound         Code = 40400
+	CodeConflict         Code = 40900
 	CodeMethodNotAllowed Code = 40500
 	CodeTooLarge         Code = 41300
 	CodeRateLimited      Code = 42900

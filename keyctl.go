@@ -8,15 +8,6 @@ import (
 	"strings"
 )
 
-// The security log's actions of API keys and webhook settings.
-const (
-	ActionKeyCreated           = "key.created"
-	ActionKeyRevoked           = "key.revoked"
-	ActionKeysReset            = "keys.reset"
-	ActionWebhookURLSet        = "webhook.url_set"
-	ActionWebhookSecretRotated = "webhook.secret_rotated"
-)
-
 // keyDetails is what the security log says of a key: its prefix and
 // controls, never the key or its hash.
 func keyDetails(prefix string, scopes []Scope, ips []netip.Prefix) map[string]string {

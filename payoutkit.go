@@ -140,10 +140,9 @@ func (c *Config) withDefaults() *Config {
 	return &out
 }
 
-// Engine is the payout engine. It is safe for concurrent use, and several
-// engines (in one process or many) may share one store. Its background
-// work (webhook delivery, the hand-off to the processor) runs between
-// Start and Stop.
+// Engine is the payout engine. It is safe for concurrent use, and engines in
+// several processes may share one store. A method that takes an Actor records
+// its change in the security log as the actor's, in the same transaction.
 type Engine struct {
 	store     Store
 	coins     coinTable
@@ -164,21 +163,18 @@ type Engine struct {
 
 var _ Service = (*Engine)(nil)
 
-// WithStore returns an engine with e's configuration over store: over a
-// store bound to the caller's database transaction (sqlite.Store.WithTx,
-// postgres.Store.WithTx), its payouts, orders and settlements commit or
-// roll back with the caller's own writes:
+// WithStore returns an engine with e's configuration over store, such as one
+// bound to the caller's transaction (sqlite.Store.WithTx,
+// postgres.Store.WithTx), so that its changes commit or roll back with the
+// caller's writes:
 //
 //	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-//		// ... the program's own writes in tx ...
 //		_, _, err := engine.WithStore(store.WithTx(tx)).CreatePayout(ctx, wsID, req)
 //		return err
 //	})
 //
-// Config.ObservePayout hears of a payout made in a transaction when it is
-// stored, before the transaction commits (or rolls back). The returned
-// engine runs no loops of its own (Start refuses): e's loops find the
-// committed work.
+// Config.ObservePayout hears of such a payout before the commit. The
+// returned engine runs no loops (Start refuses); e's find the committed work.
 func (e *Engine) WithStore(store Store) *Engine {
 	out := *e
 	out.store = store

@@ -29,13 +29,10 @@ type ResealFailure struct {
 }
 
 // ResealWebhookSecrets seals every workspace's webhook secret with the
-// current key of Config.SecretKeys: plain secrets and those sealed with a
-// previous key. Each workspace is one short conditional update, so it runs
-// beside live servers; a secret rotated meanwhile is left as the rotation
-// wrote it. Secrets that do not open are listed in the report and their
-// errors joined in err (each a *seal.Error); the others are resealed anyway.
-// Once it reports no failure, every secret opens with the current key alone
-// and previous keys can be dropped.
+// current key of Config.SecretKeys, one conditional update each, so that it
+// runs beside live servers and a concurrent rotation wins. Secrets that do
+// not open are listed in the report, their *seal.Error joined in err. Once
+// none fails, the previous keys may be dropped.
 func (e *Engine) ResealWebhookSecrets(ctx context.Context) (ResealReport, error) {
 	rep := ResealReport{Failed: []ResealFailure{}}
 	if e.keys == nil {

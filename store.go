@@ -229,34 +229,23 @@ func (r PageRequest) Normalize() PageRequest {
 	return r
 }
 
-// Audit is a workspace's money recomputed from its rows.
+// Audit is a workspace's money recomputed from its rows, beside the stored
+// balance (Available, InProgress) and per-customer totals. PayerPaidOrders
+// sums the paid orders that name a payer_id; PayoutCounts counts the payouts
+// submitted, completed and failed, and DayCounters the same from the per-day
+// counters.
 type Audit struct {
-	// Available is the stored available balance.
-	Available Amount
-	// InProgress is the stored sum of submitted payouts.
-	InProgress Amount
-	// LedgerSum is the sum of all ledger entries.
-	LedgerSum Amount
-	// PaidOrders is the sum of paid orders.
-	PaidOrders Amount
-	// SubmittedPayouts and CompletedPayouts are the sums of payouts in those states.
-	SubmittedPayouts, CompletedPayouts Amount
-	// PayerPaidOrders is the sum of paid orders that name a payer_id.
-	PayerPaidOrders Amount
-	// CustomersPaidIn, CustomersPaidOut and CustomersInProgress are the sums
-	// of the stored per-customer totals.
+	Available, InProgress, LedgerSum, PaidOrders           Amount
+	SubmittedPayouts, CompletedPayouts, PayerPaidOrders    Amount
 	CustomersPaidIn, CustomersPaidOut, CustomersInProgress Amount
-	// PayoutCounts is how many of the workspace's payouts are submitted,
-	// completed and failed, in that order; DayCounters the same three
-	// counts summed over the per-day counters that PayoutsPerDay reads.
-	PayoutCounts, DayCounters [3]int64
+	PayoutCounts, DayCounters                              [3]int64
 }
 
-// Check returns an error describing the first broken invariant, or nil: the
-// available balance equals the ledger sum and paid orders minus submitted and
-// completed payouts, in-progress equals submitted payouts, nothing is
-// negative, the customers' totals add up to the same payouts and orders,
-// and the per-day payout counters add up to the payouts' counts by state.
+// Check returns an *AuditError for the first broken invariant, or nil: the
+// available balance, never negative, equals the ledger sum and paid orders
+// minus submitted and completed payouts; in-progress equals submitted
+// payouts; the customers' totals and the per-day counters agree with the
+// rows.
 func (a Audit) Check() error {
 	switch {
 	case a.Available < 0:
