@@ -18,15 +18,15 @@ import (
 )
 
 // Workspace is one merchant: its own balance, payouts, orders, API keys,
-// staff and webhook destination. Workspaces share nothing.
+// staff and webhook destination. Workspaces share nothing. With
+// RequireTwoFactor, the portal sends every staff user without two-factor
+// sign-in to set it up first.
 type Workspace struct {
-	ID            string
-	Name          string
-	WebhookURL    string // empty: events are kept but not sent
-	WebhookSecret string // whsec_…, the HMAC key of webhook signatures
-	CreatedAt     time.Time
-	// RequireTwoFactor sends every staff user without two-factor sign-in
-	// to set it up before anything else in the portal.
+	ID               string
+	Name             string
+	WebhookURL       string // empty: events are kept but not sent
+	WebhookSecret    string // whsec_…, the HMAC key of webhook signatures
+	CreatedAt        time.Time
 	RequireTwoFactor bool
 }
 
@@ -48,25 +48,21 @@ type APIKey struct {
 // Active reports whether the key may still authenticate.
 func (k APIKey) Active() bool { return k.RevokedAt.IsZero() }
 
-// Principal is who an authenticated API request acts for, with what its
-// key may do: Require refuses a write outside Scopes.
+// Principal is who an authenticated API request acts for, with its key's
+// Scopes (Require refuses a write outside them) and AllowIPs (already
+// checked).
 type Principal struct {
 	WorkspaceID string
 	KeyPrefix   string
-	// Scopes are the key's scopes (APIKey.Scopes).
-	Scopes []Scope
-	// AllowIPs is the key's address allowlist (APIKey.AllowIPs), which
-	// Authenticate has already checked.
-	AllowIPs []netip.Prefix
+	Scopes      []Scope
+	AllowIPs    []netip.Prefix
 }
 
-// NewKey is a freshly made API key. Key is the plain key: show it once and
-// forget it.
+// NewKey is a freshly made API key with its controls as stored. Key is the
+// plain key: show it once and forget it.
 type NewKey struct {
-	Key    string `json:"api_key"`
-	Prefix string `json:"prefix"`
-	// Scopes and AllowIPs are the key's controls as stored. They are left
-	// out of its JSON, whose members the contract fixes per command.
+	Key      string         `json:"api_key"`
+	Prefix   string         `json:"prefix"`
 	Scopes   []Scope        `json:"-"`
 	AllowIPs []netip.Prefix `json:"-"`
 }
@@ -184,17 +180,13 @@ func isAlnum(c byte) bool {
 }
 
 // CreateWorkspaceRequest describes a new workspace and its first staff user.
+// Name is required; WebhookURL, if set, is http or https.
 type CreateWorkspaceRequest struct {
-	// Name is shown in the portal. Required.
-	Name string
-	// WebhookURL is where events are sent; optional, http or https.
+	Name       string
 	WebhookURL string
-	// StaffEmail is the first staff user's login. Defaults to
-	// admin+<workspace id>@payoutkit.local.
-	StaffEmail string
-	// StaffPassword is that user's password, at least 12 characters.
-	// Defaults to a random one, returned once in NewWorkspace.
-	StaffPassword string
+	// StaffEmail defaults to admin+<workspace id>@payoutkit.local, and
+	// StaffPassword (at least 12 characters) to a random one.
+	StaffEmail, StaffPassword string
 }
 
 // NewWorkspace is a created workspace with its secrets, shown once.

@@ -26,11 +26,9 @@ type DeliveryConfig struct {
 	// Owner names this engine in its leases; engines sharing a store need
 	// distinct ones. Defaults to hostname-pid-random.
 	Owner string
-	// Clock tells the loops the time and wakes them. Defaults to the
-	// system clock.
+	// Clock tells the loops the time. Defaults to the system clock.
 	Clock Clock
-	// PollInterval is how often the store is asked for due work. Defaults
-	// to 1 s.
+	// PollInterval is how often the loops poll. Defaults to 1 s.
 	PollInterval time.Duration
 	// Lease is how long claimed work stays reserved to this engine; one
 	// attempt is cut off after half of it. Defaults to 1 min.

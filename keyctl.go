@@ -193,12 +193,10 @@ func (p Principal) Require(scope Scope) error {
 
 // CreateAPIKeyRequest describes a new API key's controls.
 type CreateAPIKeyRequest struct {
-	// Scopes are the writes the key may make. Defaults, when nil, to
-	// AllScopes(); an empty non-nil slice (ParseScopes("read")) makes a
-	// read-only key.
+	// Scopes defaults, when nil, to AllScopes(); an empty non-nil slice
+	// makes a read-only key.
 	Scopes []Scope
-	// AllowIPs are the client addresses the key may be used from, each an
-	// IPv4 or IPv6 address or a CIDR range. Defaults to none: any address.
+	// AllowIPs are as ParseAllowIPs reads them. Defaults to any address.
 	AllowIPs []string
 }
 

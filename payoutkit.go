@@ -21,12 +21,10 @@
 //
 // [Engine.CreatePayout] checks a request against the coin list and the
 // workspace's [PayoutPolicy], then debits the balance in one atomic change
-// with its ledger entry and its event; the same payout_id again is a
-// replay. The store enforces the money rules (no overdraft, one payout per
-// payout_id) in the database, so they hold across goroutines and
-// instances. Every refusal is an [*Error] with the contract's [Code];
-// match it with errors.Is against [ErrInvalidInput],
-// [ErrInsufficientBalance], [ErrNotFound], [ErrConflict] and the others.
+// with its ledger entry and its event. The store enforces the money rules
+// (no overdraft, one payout per payout_id) in the database, so they hold
+// across instances. Every refusal is an [*Error] with the contract's
+// [Code]; match it with errors.Is against [ErrInvalidInput] and the others.
 //
 // A change of keys, webhooks or controls takes who acts as an [Actor]: an
 // API key ([KeyActor]), the command line ([ActorCLI]) or a staff user
@@ -37,11 +35,10 @@
 //
 // # For store implementers
 //
-// A store implements [Store]; package storage/storetest is the conformance
-// suite that proves one (and storetest.RunStaff the staff.Store of a store
-// that keeps staff logins). The records that travel between the engine and
-// its store ([APIKey], [StaffUser], [LedgerEntry], [Audit], [PayoutLease],
-// [Event], [DeliveryAttempt], [PolicyCheck] and the like) are for store
+// A store implements [Store], proved by package storage/storetest
+// (storetest.RunStaff proves a staff.Store). The records that travel
+// between the engine and its store ([APIKey], [StaffUser], [LedgerEntry],
+// [Audit], [PayoutLease], [PolicyCheck] and the like) are for store
 // implementers; a program embedding the engine does not need them.
 package payoutkit
 
@@ -86,9 +83,8 @@ type Config struct {
 	// AddressValidators adds or replaces address validators by network,
 	// for networks that package address does not know. Defaults to none.
 	AddressValidators map[string]func(address string) error
-	// Processor is the rail that Start's hand-off loop gives every
-	// submitted payout to; it settles them through CompletePayout or
-	// FailPayout. Defaults to none: payouts stay submitted until settled
+	// Processor is the rail that Start's loops hand every submitted
+	// payout to. Defaults to none: payouts stay submitted until settled
 	// by a call.
 	Processor Processor
 	// Delivery configures the loops that Start runs. Defaults to the zero
@@ -97,10 +93,9 @@ type Config struct {
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 	// CursorKey keys the HMAC that binds list cursors to their workspace
-	// and filter; engines of one deployment must share it. Defaults to a
-	// fixed key, with which a forged cursor yields at most another
-	// position in the forger's own listing; set 32 random bytes to rule
-	// that out.
+	// and filter; engines of one deployment share it. Defaults to a fixed
+	// key, with which a forged cursor yields at most another position in
+	// the forger's own listing: set 32 random bytes to rule that out.
 	CursorKey []byte
 	// Logger receives the engine's logs. Defaults to slog.Default().
 	Logger *slog.Logger
@@ -108,10 +103,8 @@ type Config struct {
 	// password. Defaults to 12.
 	PasswordCost int
 	// SecretKeys seals webhook secrets at rest with its current key and
-	// opens those sealed with any of its keys; plain secrets still read
-	// (Engine.ResealWebhookSecrets seals them). Defaults to nil: secrets
-	// are stored plain, and a sealed one is an error matching
-	// seal.ErrKeyMissing.
+	// opens those sealed with any of its keys; plain ones still read.
+	// Defaults to nil: secrets are stored plain.
 	SecretKeys *seal.KeyRing
 	// ObservePayout, when set, is told of every payout this engine
 	// created (not replayed) or settled, once stored, for metrics. It runs

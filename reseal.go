@@ -9,17 +9,15 @@ import (
 // ErrNoSecretKeys is a reseal asked of an engine without Config.SecretKeys.
 var ErrNoSecretKeys = errors.New("payoutkit: no sealing keys are configured")
 
-// ResealReport is what Engine.ResealWebhookSecrets did.
+// ResealReport is what Engine.ResealWebhookSecrets did: how many workspaces
+// it looked at, how many secrets it sealed again with the current key (plain
+// ones included) and how many already were, and the secrets that did not
+// open.
 type ResealReport struct {
-	// Workspaces is how many workspaces it looked at.
-	Workspaces int `json:"workspaces"`
-	// Resealed is how many secrets it sealed again with the current key
-	// (plain ones included).
-	Resealed int `json:"resealed"`
-	// Current is how many were already sealed with the current key.
-	Current int `json:"current"`
-	// Failed lists the workspaces whose secret it could not open, with why.
-	Failed []ResealFailure `json:"failed"`
+	Workspaces int             `json:"workspaces"`
+	Resealed   int             `json:"resealed"`
+	Current    int             `json:"current"`
+	Failed     []ResealFailure `json:"failed"`
 }
 
 // ResealFailure is one workspace whose secret could not be resealed.

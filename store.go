@@ -26,18 +26,16 @@ type Store interface {
 	// staff user and its first API key, atomically.
 	CreateWorkspace(ctx context.Context, ws Workspace, staff StaffUser, key APIKey) error
 	Workspace(ctx context.Context, id string) (Workspace, error)
-	// SetWebhook replaces the webhook URL and secret and appends log,
-	// atomically.
+	// SetWebhook sets the webhook URL and secret and appends log, atomically.
 	SetWebhook(ctx context.Context, workspaceID, url, secret string, log SecurityLogEntry) error
-	// SwapWebhookSecret replaces the secret with next, and nothing else,
-	// only while it is still old (else ErrConflict): a concurrent rotation wins.
+	// SwapWebhookSecret sets the secret to next only while it is old, else
+	// ErrConflict, so that a concurrent rotation wins.
 	SwapWebhookSecret(ctx context.Context, workspaceID, old, next string) error
 	// WorkspaceIDs lists every workspace's id, oldest first.
 	WorkspaceIDs(ctx context.Context) ([]string, error)
-	// InsertAPIKey stores key and appends log, atomically; a taken prefix is
-	// ErrConflict. With revokeOthers it first revokes the workspace's active
-	// keys in the same transaction, and records how many in log.Details
-	// as "revoked".
+	// InsertAPIKey stores key and appends log, atomically, first revoking
+	// the workspace's active keys with revokeOthers (their count in
+	// log.Details["revoked"]). A taken prefix is ErrConflict.
 	InsertAPIKey(ctx context.Context, key APIKey, revokeOthers bool, log SecurityLogEntry) (revoked int, err error)
 	// APIKey returns a key by prefix, revoked or not; APIKeyBalance returns
 	// it with its workspace's balance in one query.
@@ -54,11 +52,9 @@ type Store interface {
 	// CreatePayout stores p, debits p.Amount with a payout_debit ledger
 	// entry, and stores ev, atomically. A taken p.PayoutID changes nothing
 	// and returns the stored payout with created false; an overdraft is
-	// ErrInsufficientBalance. After the replay check and before the debit it
-	// judges p with a PolicyCheck, in the same transaction: a refusal is the
-	// check's error; otherwise p is stored with the check's Approval, and ev's
-	// body rendered with it. The 24-hour sum it reads is exact under
-	// concurrency, like the balance.
+	// ErrInsufficientBalance. After the replay check and before the debit
+	// it judges p with a PolicyCheck, as exact under concurrency as the
+	// balance: a refusal is its error, else p and ev's body get its Approval.
 	//
 	// With lease.Owner set, p is stored claimed for hand-off with fencing
 	// token 1 (unless held for approval) and ev leased (unless the
@@ -144,12 +140,13 @@ type Store interface {
 	// PayoutPolicy returns DefaultPayoutPolicy until the policy is changed.
 	PayoutPolicy(ctx context.Context, workspaceID string) (PayoutPolicy, error)
 	UpdatePayoutPolicy(ctx context.Context, workspaceID string, patch PolicyPatch, log SecurityLogEntry) (PayoutPolicy, error)
-	// AddAddress stores e with ev and log; an entry of the same network and
-	// Key is ErrConflict.
+	// AddAddress stores e with ev and log, atomically; an entry of the same
+	// network and Key is ErrConflict.
 	AddAddress(ctx context.Context, e AddressEntry, ev Event, log SecurityLogEntry) error
 	// Addresses lists the address book, oldest first.
 	Addresses(ctx context.Context, workspaceID string) ([]AddressEntry, error)
-	// RemoveAddress returns how many entries it deleted (0 or 1).
+	// RemoveAddress deletes the entry of network and key, returning how
+	// many it deleted (0 or 1), and appends log, atomically.
 	RemoveAddress(ctx context.Context, workspaceID, network, key string, log SecurityLogEntry) (int, error)
 	// ApprovePayout moves a held payout (submitted, ApprovalPending) to
 	// ApprovalApproved, so that the hand-off claims it; RejectPayout
@@ -162,65 +159,49 @@ type Store interface {
 	Close() error
 }
 
-// OutboxHealth is the state of the outbox, for audits and operators. Each
-// event is counted once, in the field of its EventState.
+// OutboxHealth counts the events of the outbox by EventState, each once (so
+// that Failed, which leaves out NotSent, speaks of receivers alone), and
+// says when the oldest pending one was recorded (zero if none).
 type OutboxHealth struct {
-	Pending, Delivered int64
-	// Failed counts the events given up on (EventStateFailed); it leaves out
-	// the ones never sent for want of a webhook URL, so that an alert on it
-	// speaks of receivers alone.
-	Failed int64
-	// NotSent counts the events not sent because their workspace had no
-	// webhook URL (EventStateNotSent).
-	NotSent int64
-	// OldestPending is when the oldest pending event was recorded; zero
-	// when none is pending.
-	OldestPending time.Time
+	Pending, Delivered, Failed, NotSent int64
+	OldestPending                       time.Time
 }
 
-// PayoutFilter narrows a payout listing. The zero value matches every payout.
+// PayoutFilter narrows a payout listing to the payouts that match each
+// member set; CreatedFrom and CreatedTo keep [from, to). The zero value
+// matches every payout.
 type PayoutFilter struct {
-	// Status keeps the payouts in this state; empty keeps all.
-	Status PayoutStatus
-	// PayerID keeps the payouts of this customer; empty keeps all.
-	PayerID string
-	// CreatedFrom keeps the payouts created at or after it; zero keeps all.
+	Status      PayoutStatus
+	PayerID     string
 	CreatedFrom time.Time
-	// CreatedTo keeps the payouts created before it; zero keeps all.
-	CreatedTo time.Time
-	// Approval keeps the payouts in this approval state; empty keeps all.
-	Approval Approval
+	CreatedTo   time.Time
+	Approval    Approval
 }
 
-// OrderFilter narrows an order listing. The zero value matches every order.
+// OrderFilter narrows an order listing as PayoutFilter does a payout one.
 type OrderFilter struct {
-	// Status keeps the orders in this state; empty keeps all.
-	Status OrderStatus
-	// PayerID keeps the orders of this customer; empty keeps all.
-	PayerID string
-	// CreatedFrom keeps the orders created at or after it; zero keeps all.
+	Status      OrderStatus
+	PayerID     string
 	CreatedFrom time.Time
-	// CreatedTo keeps the orders created before it; zero keeps all.
-	CreatedTo time.Time
+	CreatedTo   time.Time
 }
 
-// PageRequest asks for one page of a newest-first listing.
+// PageRequest asks for one page of a listing: Limit rows (see Normalize),
+// from the Cursor of the previous Page (empty: the first page).
 type PageRequest struct {
-	// Limit is the page size. Defaults to DefaultListLimit; at most
-	// MaxListLimit.
-	Limit int
-	// Cursor is the Next of the previous page; empty starts at the newest row.
+	Limit  int
 	Cursor string
 }
 
-// Page is one page of a listing.
+// Page is one page of a listing; Next, empty on the last page, is the
+// following page's cursor.
 type Page[T any] struct {
 	Items []T
-	// Next is the cursor of the following page, empty on the last page.
-	Next string
+	Next  string
 }
 
-// Normalize applies the PageRequest defaults and bounds.
+// Normalize returns r with Limit defaulted to DefaultListLimit and capped at
+// MaxListLimit.
 func (r PageRequest) Normalize() PageRequest {
 	if r.Limit <= 0 {
 		r.Limit = DefaultListLimit
