@@ -7,13 +7,11 @@ import (
 	"strings"
 )
 
-// Amount is an exact USD amount in cents. Integer cents keep arithmetic exact
-// and let the database enforce the no-overdraft rule with plain integer
-// comparisons.
+// Amount is an exact USD amount in cents, so that the database enforces the
+// no-overdraft rule with integer comparisons.
 type Amount int64
 
-// MaxAmount is the largest amount a single payout or order may carry
-// (1000000000.00 USD).
+// MaxAmount is the largest amount of one payout or order.
 const MaxAmount Amount = 1_000_000_000_00
 
 var (
@@ -22,10 +20,9 @@ var (
 	errAmountTooLarge = errors.New("must be at most 1000000000.00")
 )
 
-// ParseAmount parses a USD amount as the contract writes it: digits, then
-// optionally a dot and one or two digits ("25", "25.5", "25.50"). Signs,
-// exponents, blanks, a third decimal, zero and amounts above MaxAmount are
-// refused.
+// ParseAmount parses a USD amount as the contract writes it ("25", "25.5",
+// "25.50"): no sign, exponent, blank or third decimal, above zero and at
+// most MaxAmount.
 func ParseAmount(s string) (Amount, error) {
 	intPart, fracPart, hasDot := strings.Cut(s, ".")
 	if intPart == "" || !allDigits(intPart) || (hasDot && (len(fracPart) < 1 || len(fracPart) > 2 || !allDigits(fracPart))) {
@@ -81,18 +78,14 @@ func (a Amount) appendText(b []byte) []byte {
 	return append(b, '.', byte('0'+frac/10), byte('0'+frac%10))
 }
 
-// MarshalText renders the amount with two decimals, as String does; in
-// JSON it is a string ("25.00"). Text rather than a MarshalJSON: the JSON
-// encoder quotes text as it writes it, where it would re-scan a
-// MarshalJSON's output at every level of nesting.
+// MarshalText renders String, a string in JSON.
 func (a Amount) MarshalText() ([]byte, error) {
 	return a.appendText(make([]byte, 0, 16)), nil
 }
 
-// UnmarshalJSON accepts only a JSON string in ParseAmount's format, or zero,
-// or either with a leading minus (as String renders balances and ledger
-// entries); a JSON number is refused so that no amount ever passes through a
-// float.
+// UnmarshalJSON accepts a JSON string in ParseAmount's format or zero,
+// either with a leading minus, and never a JSON number, so that no amount
+// passes through a float.
 func (a *Amount) UnmarshalJSON(data []byte) error {
 	var s string
 	if err := json.Unmarshal(data, &s); err != nil {

@@ -18,21 +18,22 @@ import (
 )
 
 // Workspace is one merchant: its own balance, payouts, orders, API keys,
-// staff and webhook destination. Workspaces share nothing.
+// staff and webhook destination. Workspaces share nothing. With
+// RequireTwoFactor, the portal sends every staff user without two-factor
+// sign-in to set it up first.
 type Workspace struct {
-	ID            string
-	Name          string
-	WebhookURL    string // empty: events are kept but not sent
-	WebhookSecret string // whsec_…, the HMAC key of webhook signatures
-	CreatedAt     time.Time
-	// RequireTwoFactor sends every staff user without two-factor sign-in
-	// to set it up before anything else in the portal.
+	ID               string
+	Name             string
+	WebhookURL       string // empty: events are kept but not sent
+	WebhookSecret    string // whsec_…, the HMAC key of webhook signatures
+	CreatedAt        time.Time
 	RequireTwoFactor bool
 }
 
 // APIKey is a stored API key: its public prefix and the SHA-256 of the whole
-// key, with the controls that limit what a leaked key can do. The key itself
-// is never stored.
+// key, never the key. Scopes (sorted, without duplicates; none: read-only)
+// and AllowIPs (masked ranges; none: any address) limit what a leaked key
+// can do.
 type APIKey struct {
 	Prefix      string
 	WorkspaceID string
@@ -40,36 +41,28 @@ type APIKey struct {
 	CreatedAt   time.Time
 	RevokedAt   time.Time // zero while active
 	LastUsedAt  time.Time // zero until first used
-	// Scopes are the writes the key may make, sorted and without
-	// duplicates; none means read-only.
-	Scopes []Scope
-	// AllowIPs are the client address ranges the key may be used from,
-	// masked to their network; none means any address.
-	AllowIPs []netip.Prefix
+	Scopes      []Scope
+	AllowIPs    []netip.Prefix
 }
 
 // Active reports whether the key may still authenticate.
 func (k APIKey) Active() bool { return k.RevokedAt.IsZero() }
 
-// Principal is who an authenticated API request acts for, with what its
-// key may do: Require refuses a write outside Scopes.
+// Principal is who an authenticated API request acts for, with its key's
+// Scopes (Require refuses a write outside them) and AllowIPs (already
+// checked).
 type Principal struct {
 	WorkspaceID string
 	KeyPrefix   string
-	// Scopes are the key's scopes (APIKey.Scopes).
-	Scopes []Scope
-	// AllowIPs is the key's address allowlist (APIKey.AllowIPs), which
-	// Authenticate has already checked.
-	AllowIPs []netip.Prefix
+	Scopes      []Scope
+	AllowIPs    []netip.Prefix
 }
 
-// NewKey is a freshly made API key. Key is the plain key: show it once and
-// forget it.
+// NewKey is a freshly made API key with its controls as stored. Key is the
+// plain key: show it once and forget it.
 type NewKey struct {
-	Key    string `json:"api_key"`
-	Prefix string `json:"prefix"`
-	// Scopes and AllowIPs are the key's controls as stored. They are left
-	// out of its JSON, whose members the contract fixes per command.
+	Key      string         `json:"api_key"`
+	Prefix   string         `json:"prefix"`
 	Scopes   []Scope        `json:"-"`
 	AllowIPs []netip.Prefix `json:"-"`
 }
@@ -96,30 +89,17 @@ func (e *Engine) newAPIKey(workspaceID string, scopes []Scope, allowIPs []netip.
 	}
 }
 
-// Authenticate resolves an Authorization header value ("Bearer <key>", the
-// scheme word in any case, or the bare key) to the workspace of an active
-// key; anything else is ErrUnauthorized. client is the address the request
-// came from: a confirmed key whose allowlist does not hold it is
-// ErrForbidden (a key with an allowlist is refused for an invalid, unknown,
-// client address; one without takes any).
+// Authenticate resolves an Authorization header value ("Bearer <key>", in
+// any case, or the bare key) to an active key's principal, else
+// ErrUnauthorized. A valid key whose allowlist does not hold client (an
+// invalid client included) is ErrForbidden.
 func (e *Engine) Authenticate(ctx context.Context, authorization string, client netip.Addr) (Principal, error) {
 	return e.authenticate(ctx, authorization, client, e.store.APIKey)
 }
 
-// KeyBalanceReader reads an API key together with its workspace's balance
-// in one query, so that AuthenticateBalance costs one round trip. Every
-// Store is one.
-type KeyBalanceReader interface {
-	// APIKeyBalance returns the key with the given prefix, revoked or not,
-	// and the balance of its workspace.
-	APIKeyBalance(ctx context.Context, prefix string) (APIKey, Balance, error)
-}
-
 // AuthenticateBalance is Authenticate followed by Balance of the key's
-// workspace, in one read of the store (KeyBalanceReader): the key is
-// checked on every call, so a revoked key fails at once on every instance,
-// and a balance read costs one round trip instead of two. The balance is
-// returned only with a nil error.
+// workspace, in one store read (Store.APIKeyBalance); the balance is returned
+// only with a nil error.
 func (e *Engine) AuthenticateBalance(ctx context.Context, authorization string, client netip.Addr) (Principal, Balance, error) {
 	var b Balance
 	p, err := e.authenticate(ctx, authorization, client, func(ctx context.Context, prefix string) (APIKey, error) {
@@ -200,17 +180,13 @@ func isAlnum(c byte) bool {
 }
 
 // CreateWorkspaceRequest describes a new workspace and its first staff user.
+// Name is required; WebhookURL, if set, is http or https.
 type CreateWorkspaceRequest struct {
-	// Name is shown in the portal. Required.
-	Name string
-	// WebhookURL is where events are sent; optional, http or https.
+	Name       string
 	WebhookURL string
-	// StaffEmail is the first staff user's login. Defaults to
-	// admin+<workspace id>@payoutkit.local.
-	StaffEmail string
-	// StaffPassword is that user's password, at least 12 characters.
-	// Defaults to a random one, returned once in NewWorkspace.
-	StaffPassword string
+	// StaffEmail defaults to admin+<workspace id>@payoutkit.local, and
+	// StaffPassword (at least 12 characters) to a random one.
+	StaffEmail, StaffPassword string
 }
 
 // NewWorkspace is a created workspace with its secrets, shown once.
@@ -227,22 +203,20 @@ func (e *Engine) CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest
 	return e.createWorkspace(ctx, "ws_"+random.Base62(16), req)
 }
 
-// BootstrapWorkspaceID is the id of the workspace Bootstrap creates.
-const BootstrapWorkspaceID = "ws_default"
+// bootstrapWorkspaceID is the id of the workspace Bootstrap creates.
+const bootstrapWorkspaceID = "ws_default"
 
-// Bootstrap creates the first workspace of an empty store, named
-// "default", and returns it with created true. When the store already has
-// a workspace it creates nothing. However many instances bootstrap one
-// store at once, one workspace is created: they all create the same id, and
-// the store's uniqueness lets one through.
+// Bootstrap creates the first workspace of an empty store, named "default",
+// and returns it with created true; otherwise it creates nothing. However
+// many instances bootstrap one store at once, one workspace is created.
 func (e *Engine) Bootstrap(ctx context.Context) (nw NewWorkspace, created bool, err error) {
 	ids, err := e.store.WorkspaceIDs(ctx)
 	if err != nil || len(ids) > 0 {
 		return NewWorkspace{}, false, err
 	}
-	nw, err = e.createWorkspace(ctx, BootstrapWorkspaceID, CreateWorkspaceRequest{Name: "default"})
+	nw, err = e.createWorkspace(ctx, bootstrapWorkspaceID, CreateWorkspaceRequest{Name: "default"})
 	if err != nil {
-		if _, werr := e.store.Workspace(ctx, BootstrapWorkspaceID); werr == nil {
+		if _, werr := e.store.Workspace(ctx, bootstrapWorkspaceID); werr == nil {
 			return NewWorkspace{}, false, nil // another instance was first
 		}
 		return NewWorkspace{}, false, err
@@ -299,11 +273,9 @@ func (e *Engine) createWorkspace(ctx context.Context, id string, req CreateWorks
 	return NewWorkspace{Workspace: ws, APIKey: plain, StaffEmail: email, StaffPassword: password}, nil
 }
 
-// CreateAPIKey adds an API key with the scopes and address allowlist of
-// req to the workspace (the zero req: every scope, any address), records it
-// in the security log as by's in the same transaction (its prefix and
-// controls, never the key), and returns it once, with those controls as
-// stored. Invalid controls are a 40000 naming "scopes" or "allow_ips".
+// CreateAPIKey adds an API key with req's controls (the zero req: every
+// scope, any address) and returns it, once. Invalid controls are an
+// ErrInvalidInput naming "scopes" or "allow_ips".
 func (e *Engine) CreateAPIKey(ctx context.Context, workspaceID string, req CreateAPIKeyRequest, by Actor) (NewKey, error) {
 	scopes, ips, err := req.check()
 	if err != nil {
@@ -335,7 +307,7 @@ func retryPrefix(insert func() (NewKey, error)) (NewKey, error) {
 	return NewKey{}, errors.New("payoutkit: could not find a free API key prefix")
 }
 
-// APIKeys lists the workspace's keys (prefixes and times, never a key).
+// APIKeys lists the workspace's keys.
 func (e *Engine) APIKeys(ctx context.Context, workspaceID string) ([]APIKey, error) {
 	if _, err := e.workspace(ctx, workspaceID); err != nil {
 		return nil, err
@@ -343,11 +315,9 @@ func (e *Engine) APIKeys(ctx context.Context, workspaceID string) ([]APIKey, err
 	return e.store.APIKeys(ctx, workspaceID)
 }
 
-// RevokeAPIKey revokes the workspace's active key with the given prefix
-// (with or without the leading "sk_") and returns how many keys it revoked.
-// It takes effect on the next request everywhere. A revocation is recorded
-// in the security log as by's; a prefix that revokes nothing records
-// nothing.
+// RevokeAPIKey revokes the workspace's active key with prefix (with or
+// without "sk_") from the next request on, everywhere, and returns how many
+// it revoked; revoking none records nothing.
 func (e *Engine) RevokeAPIKey(ctx context.Context, workspaceID, prefix string, by Actor) (int, error) {
 	prefix = strings.TrimPrefix(prefix, keyScheme)
 	if len(prefix) != keyPrefixLen {
@@ -365,9 +335,7 @@ func (e *Engine) RevokeAPIKey(ctx context.Context, workspaceID, prefix string, b
 }
 
 // ResetAPIKeys revokes every active key of the workspace and returns one new
-// key, with every scope and no address allowlist, atomically, and records
-// the reset in the security log as by's (how many keys it revoked and the
-// new key's prefix).
+// key, with every scope and any address, atomically.
 func (e *Engine) ResetAPIKeys(ctx context.Context, workspaceID string, by Actor) (NewKey, error) {
 	if _, err := e.workspace(ctx, workspaceID); err != nil {
 		return NewKey{}, err
@@ -383,9 +351,8 @@ func (e *Engine) ResetAPIKeys(ctx context.Context, workspaceID string, by Actor)
 	})
 }
 
-// Workspace returns one workspace, its webhook secret included (opened,
-// when sealed). A sealed secret that does not open is a *seal.Error matching
-// seal.ErrKeyMissing or seal.ErrInvalid.
+// Workspace returns one workspace with its webhook secret opened; one that
+// does not open is a *seal.Error (seal.ErrKeyMissing or seal.ErrInvalid).
 func (e *Engine) Workspace(ctx context.Context, workspaceID string) (Workspace, error) {
 	ws, err := e.workspace(ctx, workspaceID)
 	if err != nil {
@@ -414,9 +381,8 @@ func (e *Engine) workspace(ctx context.Context, id string) (Workspace, error) {
 	return ws, err
 }
 
-// SetWebhookURL changes where the workspace's events are sent; empty stops
-// sending. The URL must be http or https. The change is recorded in the
-// security log as by's, the URL's password (if any) left out.
+// SetWebhookURL sets where the workspace's events are sent, http or https;
+// empty stops sending. The log leaves out the URL's password.
 func (e *Engine) SetWebhookURL(ctx context.Context, workspaceID, webhookURL string, by Actor) (Workspace, error) {
 	var v validation
 	checkWebhookURL(&v, webhookURL)
@@ -442,10 +408,8 @@ func (e *Engine) SetWebhookURL(ctx context.Context, workspaceID, webhookURL stri
 	return opened, nil
 }
 
-// RotateWebhookSecret gives the workspace a new signing secret and returns
-// the workspace with it. Events signed from now on use the new secret. It
-// works even when the old secret no longer opens. The rotation (never the
-// secret) is recorded in the security log as by's.
+// RotateWebhookSecret gives the workspace a new signing secret for the
+// events signed from now on, even when the old one no longer opens.
 func (e *Engine) RotateWebhookSecret(ctx context.Context, workspaceID string, by Actor) (Workspace, error) {
 	ws, err := e.workspace(ctx, workspaceID)
 	if err != nil {

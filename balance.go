@@ -9,10 +9,9 @@ import (
 )
 
 // Balance is a workspace's USD balance. Available is what payouts may spend;
-// InProgress is the sum of submitted payouts (already debited from Available).
+// InProgress is the sum of submitted payouts, already debited from Available.
 type Balance struct {
-	Available  Amount
-	InProgress Amount
+	Available, InProgress Amount
 }
 
 // MarshalJSON renders the contract's balance object.
@@ -39,41 +38,35 @@ func (b *Balance) UnmarshalJSON(data []byte) error {
 // LedgerKind names the cause of a ledger entry.
 type LedgerKind string
 
-// Every change of an available balance is one of these.
+// The ledger kinds.
 const (
 	LedgerOrderCredit  LedgerKind = "order_credit"  // a paid order, +amount
 	LedgerPayoutDebit  LedgerKind = "payout_debit"  // an accepted payout, -amount
 	LedgerPayoutRefund LedgerKind = "payout_refund" // a failed payout, +amount
 )
 
-// LedgerEntry is one change of a workspace's available balance. The available
-// balance always equals the sum of the workspace's entries.
+// LedgerEntry is one signed change of a workspace's available balance,
+// which always equals the sum of its entries. Ref is the order_id or
+// payout_id that caused it, and EventID the event recorded with it.
 type LedgerEntry struct {
 	WorkspaceID string
 	Kind        LedgerKind
-	// Amount is signed: credits are positive, debits negative.
-	Amount Amount
-	// Ref is the order_id or payout_id that caused the entry.
-	Ref string
-	// EventID is the event recorded with the entry.
-	EventID   string
-	CreatedAt time.Time
+	Amount      Amount
+	Ref         string
+	EventID     string
+	CreatedAt   time.Time
 }
 
-// Balance returns the workspace's available and in-progress amounts.
+// Balance returns the workspace's balance.
 func (e *Engine) Balance(ctx context.Context, workspaceID string) (Balance, error) {
 	return e.store.Balance(ctx, workspaceID)
 }
 
-// Customer is one payer_id of a workspace with the money that moved for it:
-// PaidIn is the sum of its paid orders, PaidOut of its completed payouts,
-// InProgress of its submitted payouts.
+// Customer is one payer_id of a workspace: the sums of its paid orders
+// (PaidIn), completed payouts (PaidOut) and submitted payouts (InProgress),
+// and when money first moved for it.
 type Customer struct {
-	WorkspaceID string
-	PayerID     string
-	PaidIn      Amount
-	PaidOut     Amount
-	InProgress  Amount
-	// FirstSeenAt is when money first moved for the customer.
-	FirstSeenAt time.Time
+	WorkspaceID, PayerID        string
+	PaidIn, PaidOut, InProgress Amount
+	FirstSeenAt                 time.Time
 }

@@ -6,21 +6,18 @@ import (
 	"time"
 )
 
-// DayCount is how many of a workspace's payouts were created on one day
-// (UTC), by where they stand now.
+// DayCount is how many of a workspace's payouts were created on the UTC
+// day starting at Day, by their status now (InProgress: submitted).
 type DayCount struct {
-	// Day is the day's first instant, midnight UTC.
-	Day time.Time
-	// Completed and Failed count the payouts in those states; InProgress
-	// the submitted ones (held for approval or not).
+	Day                           time.Time
 	Completed, Failed, InProgress int
 }
 
 // Total is the day's number of payouts.
 func (d DayCount) Total() int { return d.Completed + d.Failed + d.InProgress }
 
-// PayoutDay is the UTC day (since the Unix epoch) that t falls in: the
-// stores count payouts per day of their creation (PayoutsPerDay).
+// PayoutDay is the UTC day since the Unix epoch that t falls in, by which
+// stores count payouts (Store.PayoutsPerDay).
 func PayoutDay(t time.Time) int64 {
 	const day = int64(24 * time.Hour / time.Microsecond)
 	us := t.UnixMicro()
@@ -40,10 +37,9 @@ func PayoutDayRange(from, to time.Time) (first, end int64) {
 // MaxChartDays bounds PayoutsPerDay's days.
 const MaxChartDays = 366
 
-// PayoutsPerDay counts the workspace's payouts per day of their creation
-// (UTC) for the last days days, today included, oldest first: one entry a
-// day, zero counts on days without payouts. The store answers it with one
-// aggregate read. days must be 1 to MaxChartDays.
+// PayoutsPerDay counts the workspace's payouts per UTC day of creation for
+// the last days days (1 to MaxChartDays), today included, oldest first, one
+// entry a day.
 func (e *Engine) PayoutsPerDay(ctx context.Context, workspaceID string, days int) ([]DayCount, error) {
 	if days < 1 || days > MaxChartDays {
 		return nil, invalidField("days", "must be between 1 and 366")

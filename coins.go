@@ -8,36 +8,28 @@ import (
 	"github.com/payoutkit/payoutkit/address"
 )
 
-// Coin is one payout option: a ticker on a network. A payout's asset and
-// network must name one row of the coin list, and its amount must lie
-// between the row's MinAmount and MaxAmount.
+// Coin is one payout option: a ticker on a network. A payout names one, and
+// its amount must lie between MinAmount (zero: DefaultMinAmount) and
+// MaxAmount (zero: the constant MaxAmount).
 type Coin struct {
 	Ticker  string `json:"ticker"`
 	Network string `json:"network"`
 	Name    string `json:"name"`
-	// Decimals is the asset's precision: how many decimal places its
-	// amounts have on chain (8 for BTC, 6 for USDT on TRON). A payout's
-	// AssetAmount and NetworkFee have at most this many places. 0 to
-	// MaxDecimals.
-	Decimals int `json:"decimals"`
-	// MinAmount is the smallest USD amount a payout in this coin may carry.
-	// Zero means DefaultMinAmount.
+	// Decimals is the asset's decimal places on chain, 0 to MaxDecimals,
+	// and the most a payout's AssetAmount and NetworkFee may have.
+	Decimals  int    `json:"decimals"`
 	MinAmount Amount `json:"min_amount"`
-	// MaxAmount is the largest USD amount a payout in this coin may carry.
-	// Zero means MaxAmount, the contract's ceiling.
 	MaxAmount Amount `json:"max_amount"`
 }
 
-// DefaultMinAmount is the minimum payout amount of a coin that sets none
-// (0.01 USD, the smallest amount there is).
+// DefaultMinAmount is 0.01 USD, the smallest amount there is.
 const DefaultMinAmount Amount = 1
 
 // MaxDecimals is the largest Coin.Decimals accepted.
 const MaxDecimals = 30
 
-// DefaultCoins returns the contract's default payout coin list, with each
-// asset's precision and no limits beyond the contract's own (0.01 to
-// 1000000000.00).
+// DefaultCoins returns the contract's default coin list, with no limits
+// beyond the contract's own.
 func DefaultCoins() []Coin {
 	coins := []Coin{
 		{Ticker: "BTC", Network: "BTC", Name: "Bitcoin", Decimals: 8},

@@ -13,10 +13,8 @@ import (
 // (contract, section 10).
 type Approval string
 
-// A payout at or under the workspace's approval_over is never held (none);
-// one above it is held (pending) until staff approve it (approved: it is then
-// handed off as any other) or reject it (rejected: it fails and is credited
-// back).
+// A payout above the policy's ApprovalOver is pending until approved (then
+// handed off as any other) or rejected (failed and credited back).
 const (
 	ApprovalNone     Approval = "none"
 	ApprovalPending  Approval = "pending"
@@ -24,16 +22,13 @@ const (
 	ApprovalRejected Approval = "rejected"
 )
 
-// DefaultCoolingOff is how long a new address book entry waits before a
-// payout may use it, unless the workspace's policy says otherwise.
-const DefaultCoolingOff = 24 * time.Hour
+// defaultCoolingOff is DefaultPayoutPolicy's CoolingOff.
+const defaultCoolingOff = 24 * time.Hour
 
-// DailyWindow is the span of the daily limit: the payouts created in the
-// last DailyWindow that have not failed count toward it.
+// DailyWindow is the span of PayoutPolicy.DailyLimit.
 const DailyWindow = 24 * time.Hour
 
-// Limit is an optional amount of a payout policy: unset (Set false) means no
-// limit.
+// Limit is an optional amount of a payout policy; unset means no limit.
 type Limit struct {
 	Amount Amount
 	Set    bool
@@ -60,30 +55,27 @@ func (l *Limit) UnmarshalJSON(data []byte) error {
 	return l.Amount.UnmarshalJSON(data)
 }
 
-// PayoutPolicy is a workspace's payout controls (contract, section 10). The
-// zero limits are unset; DefaultPayoutPolicy is a workspace's policy until it
-// is changed, and stops nothing.
+// PayoutPolicy is a workspace's payout controls (contract, section 10).
 type PayoutPolicy struct {
-	// MaxPayout refuses a payout above it (40000).
-	MaxPayout Limit
-	// DailyLimit refuses a payout that would take the workspace's payouts
-	// of the last 24 hours that have not failed above it (40000).
-	DailyLimit Limit
+	// MaxPayout refuses a payout above it (ErrPayoutLimit), and DailyLimit
+	// one that would take the sum of the payouts not failed in the last
+	// DailyWindow above it.
+	MaxPayout, DailyLimit Limit
 	// ApprovalOver holds a payout above it until staff approve it.
 	ApprovalOver Limit
-	// AddressAllowlist refuses (40300) a payout to an address that is not
-	// in the workspace's address book, or not yet usable.
+	// AddressAllowlist refuses (ErrForbidden) a payout to an address not
+	// in the address book, or not yet usable.
 	AddressAllowlist bool
 	// CoolingOff is how long a new address book entry waits before use.
 	CoolingOff time.Duration
 }
 
-// DefaultPayoutPolicy is the policy of a workspace that never changed it:
-// no limit, no hold, no allowlist, and a cooling-off of DefaultCoolingOff.
-func DefaultPayoutPolicy() PayoutPolicy { return PayoutPolicy{CoolingOff: DefaultCoolingOff} }
+// DefaultPayoutPolicy is a workspace's policy until changed: no limit, no
+// hold, no allowlist, and a cooling-off of 24 hours.
+func DefaultPayoutPolicy() PayoutPolicy { return PayoutPolicy{CoolingOff: defaultCoolingOff} }
 
 // Controls reports whether the policy can refuse or hold a payout; a store
-// may skip reading it for payouts while it cannot.
+// may skip reading it while it cannot.
 func (p PayoutPolicy) Controls() bool {
 	return p.MaxPayout.Set || p.DailyLimit.Set || p.ApprovalOver.Set || p.AddressAllowlist
 }
@@ -101,8 +93,8 @@ func (p PayoutPolicy) MarshalJSON() ([]byte, error) {
 	return json.Marshal(payoutPolicyJSON{p.MaxPayout, p.DailyLimit, p.ApprovalOver, p.AddressAllowlist, p.CoolingOff.String()})
 }
 
-// PolicyPatch changes some members of a payout policy: a nil member stays as
-// it is; a limit set to the zero Limit is cleared.
+// PolicyPatch changes the members of a payout policy that are not nil; the
+// zero Limit clears a limit.
 type PolicyPatch struct {
 	MaxPayout, DailyLimit, ApprovalOver *Limit
 	AddressAllowlist                    *bool
@@ -155,18 +147,13 @@ func (c PolicyPatch) details() map[string]string {
 
 // AddressEntry is one destination of a workspace's address book.
 type AddressEntry struct {
-	WorkspaceID string
-	Network     string
-	// Address is the address as it was added.
-	Address string
-	// Key is the address in the one form its network reads it
-	// (AddressKey), the form entries are looked up and compared by.
-	Key   string
-	Label string
-	// AddedAt is when it was added; UsableFrom is AddedAt plus the
-	// cooling-off in force then, the first moment a payout may use it.
-	AddedAt    time.Time
-	UsableFrom time.Time
+	WorkspaceID, Network string
+	// Address is as added; Key is AddressKey of it, by which entries are
+	// compared.
+	Address, Key string
+	Label        string
+	// UsableFrom is AddedAt plus the cooling-off then in force.
+	AddedAt, UsableFrom time.Time
 }
 
 type addressEntryJSON struct {
@@ -182,9 +169,9 @@ func (a AddressEntry) MarshalJSON() ([]byte, error) {
 	return json.Marshal(addressEntryJSON{a.Network, a.Address, a.Label, formatTime(a.AddedAt), formatTime(a.UsableFrom)})
 }
 
-// AddressKey is the form in which a network reads addr, for comparing two
-// addresses (address.Normalize): on a network that package address does not
-// know (an AddressValidators one), addr as it is.
+// AddressKey is addr in its network's one form (address.Normalize), by
+// which two addresses compare; addr itself on a network address does not
+// know.
 func AddressKey(network, addr string) string {
 	if k, err := address.Normalize(network, addr); err == nil {
 		return k
@@ -192,24 +179,20 @@ func AddressKey(network, addr string) string {
 	return addr
 }
 
-// PolicyCheck is what a store reads in the transaction that creates a
-// payout, after its replay check and before its debit, to judge it against
-// the workspace's policy.
+// PolicyCheck is what Store.CreatePayout reads to judge a payout.
 type PolicyCheck struct {
 	Policy PayoutPolicy
-	// Spent is the sum of the workspace's payouts that have not failed,
-	// created after the new payout's CreatedAt minus DailyWindow; read only
-	// when Policy.DailyLimit is set.
+	// Spent is the sum of the payouts not failed created within
+	// DailyWindow before the new one; read only with a DailyLimit.
 	Spent Amount
-	// Entry is the address book's entry for the payout's network and
-	// AddressKey, when InBook; read only when Policy.AddressAllowlist.
+	// Entry is the address book's entry of the payout's network and
+	// AddressKey, if InBook; read only with AddressAllowlist.
 	Entry  AddressEntry
 	InBook bool
 }
 
-// Judge applies the policy to p in the contract's order (the payout limit,
-// the 24-hour limit, the address allowlist) and returns whether p is held for
-// approval, or the refusal: an ErrPayoutLimit or an ErrForbidden.
+// Judge applies the policy to p in the contract's order and returns p's
+// Approval, or the refusal (ErrPayoutLimit or ErrForbidden).
 func (c PolicyCheck) Judge(p Payout) (Approval, error) {
 	pol := c.Policy
 	if pol.MaxPayout.Set && p.Amount > pol.MaxPayout.Amount {
@@ -234,9 +217,8 @@ func (c PolicyCheck) Judge(p Payout) (Approval, error) {
 	return ApprovalNone, nil
 }
 
-// WithPayout returns ev with its body's data replaced by p, keeping its id,
-// type and time: a store that holds a payout for approval records the
-// payout.submitted event of the payout it stored.
+// WithPayout returns ev with its body's data replaced by p, for a store
+// that holds p for approval.
 func (ev Event) WithPayout(p Payout) (Event, error) {
 	body, err := eventJSON(ev.ID, ev.Type, ev.CreatedAt, ev.WorkspaceID, p)
 	if err != nil {
@@ -246,19 +228,16 @@ func (ev Event) WithPayout(p Payout) (Event, error) {
 	return ev, nil
 }
 
-// Actor is who made a change to the security or money controls, as the
-// security log records it.
+// Actor is who changes a security or money control, as the security log
+// records it.
 type Actor struct {
 	// ID is "cli", a staff e-mail, or "api:<key prefix>".
 	ID string
-	// ClientAddr is the client's IP address; empty when there is none (the
-	// CLI).
+	// ClientAddr is the client's IP address; empty for the CLI.
 	ClientAddr string
-	// Confirm, when set, is asked by the action the Actor is passed to,
-	// after the action has checked its input and before it changes
-	// anything; its error refuses the action. Package staff sets it to use
-	// up a step-up code (staff.Team.SteppedUp), so that a mistyped input
-	// does not use up the code.
+	// Confirm, when set, is called after the action has checked its input
+	// and before it changes anything; its error refuses the action.
+	// Package staff uses it to spend a step-up code only on valid input.
 	Confirm func(ctx context.Context) error
 }
 
@@ -270,30 +249,33 @@ func (a Actor) confirm(ctx context.Context) error {
 	return a.Confirm(ctx)
 }
 
-// ActorCLI is the command line: an operator on the server's own machine.
+// ActorCLI is an operator on the server's command line.
 var ActorCLI = Actor{ID: "cli"}
 
-// StaffActor is a staff user of the portal, from a client address.
+// StaffActor is a staff user of the portal.
 func StaffActor(email, clientAddr string) Actor { return Actor{ID: email, ClientAddr: clientAddr} }
 
-// KeyActor is an API key, named by its prefix (never the key), from a
-// client address.
+// KeyActor is an API key, named by its prefix.
 func KeyActor(prefix, clientAddr string) Actor {
 	return Actor{ID: "api:" + prefix, ClientAddr: clientAddr}
 }
 
-// The actions of the security log that this package records.
+// The actions of the security log that the engine records.
 const (
-	ActionPolicyChanged  = "policy.changed"
-	ActionAddressAdded   = "address.added"
-	ActionAddressRemoved = "address.removed"
-	ActionPayoutApproved = "payout.approved"
-	ActionPayoutRejected = "payout.rejected"
+	ActionKeyCreated           = "key.created"
+	ActionKeyRevoked           = "key.revoked"
+	ActionKeysReset            = "keys.reset"
+	ActionWebhookURLSet        = "webhook.url_set"
+	ActionWebhookSecretRotated = "webhook.secret_rotated"
+	ActionPolicyChanged        = "policy.changed"
+	ActionAddressAdded         = "address.added"
+	ActionAddressRemoved       = "address.removed"
+	ActionPayoutApproved       = "payout.approved"
+	ActionPayoutRejected       = "payout.rejected"
 )
 
-// SecurityLogEntry is one entry of a workspace's security log: append-only,
-// never edited or deleted. Details says what changed and never holds a key,
-// secret, password or code.
+// SecurityLogEntry is one entry of a workspace's append-only security log.
+// Details never holds a key, secret, password or code.
 type SecurityLogEntry struct {
 	WorkspaceID string
 	At          time.Time

@@ -16,78 +16,54 @@ import (
 	"github.com/payoutkit/payoutkit/seal"
 )
 
-// DeliveryConfig configures the engine's loops (Engine.Start): the webhook
-// delivery loop, which sends each event in the outbox to its workspace's
-// receiver, signed and retried on the contract's schedule, and the hand-off
-// loop, which gives each accepted payout to Config.Processor. Both survive
-// restarts and may run in several processes over one database: work is
-// claimed under a lease, so one owner handles an item at a time and an
-// owner that dies simply lets its leases expire. The zero value is usable.
+// DeliveryConfig configures the loops that Engine.Start runs: webhook
+// delivery, and the hand-off of payouts to Config.Processor. Work is claimed
+// under a lease, so several processes may share one store and an owner that
+// dies lets its leases expire. The zero value is usable.
 type DeliveryConfig struct {
-	// Notifier delivers one event. Defaults to a new HTTPNotifier (10 s
-	// timeout, non-public addresses refused).
+	// Notifier delivers one event. Defaults to a new HTTPNotifier.
 	Notifier Notifier
-	// Owner names this engine in the leases its loops take; every engine
-	// sharing a store needs its own. Defaults to hostname-pid-random.
+	// Owner names this engine in its leases; engines sharing a store need
+	// distinct ones. Defaults to hostname-pid-random.
 	Owner string
-	// Clock tells the loops the time and wakes them; tests pass a fake one.
-	// Defaults to the system clock.
+	// Clock tells the loops the time. Defaults to the system clock.
 	Clock Clock
-	// PollInterval is how often the store is asked for due work when none
-	// came up otherwise. Defaults to 1 s.
+	// PollInterval is how often the loops poll. Defaults to 1 s.
 	PollInterval time.Duration
-	// Lease is how long claimed work stays reserved to this engine. An
-	// engine that stops or dies mid-delivery holds its events this long
-	// before another one retries them. One attempt (a Notify or a hand-off
-	// call) is cut off after half the lease, so the lease outlives it.
-	// Defaults to 1 min.
+	// Lease is how long claimed work stays reserved to this engine; one
+	// attempt is cut off after half of it. Defaults to 1 min.
 	Lease time.Duration
-	// BatchSize caps how many items one claim takes. Defaults to 100.
+	// BatchSize caps one claim. Defaults to 100.
 	BatchSize int
 	// Concurrency is how many deliveries run at once, and separately how
-	// many hand-offs. A slow receiver occupies one of them for at most the
-	// notifier's timeout. A worker waits for its attempt's commit, which
-	// under a payout load shares a group commit with the payouts', so it
-	// takes many workers to keep pace with the payouts. Defaults to 256.
+	// many hand-offs. Defaults to 256.
 	Concurrency int
-	// MaxPerWorkspace is how many of those deliveries may go to one
-	// workspace at once, so that a receiver that hangs leaves workers to
-	// the other workspaces. Defaults to half of Concurrency (at least 1).
+	// MaxPerWorkspace caps the deliveries to one workspace at once, so that
+	// a receiver that hangs leaves workers to the others. Defaults to half
+	// of Concurrency (at least 1).
 	MaxPerWorkspace int
-	// RetryDelays are the waits after each failed attempt: after attempt n
-	// fails, attempt n+1 is due RetryDelays[n-1] later; after attempt
-	// len(RetryDelays)+1 fails the event is marked failed. Defaults to
-	// RetryDelays(), the contract's 10 s, 1 min, 5 min, 30 min, 2 h, 6 h,
-	// 12 h, 24 h.
+	// RetryDelays are the waits after each failed attempt; the event fails
+	// after len(RetryDelays)+1 attempts. Defaults to RetryDelays().
 	RetryDelays []time.Duration
-	// Jitter adds a random wait of up to this fraction of each retry delay
-	// (never less than the delay), so that events that failed together do
-	// not all come back together. A negative value turns jitter off.
-	// Defaults to 0.1.
+	// Jitter adds up to this fraction of each retry delay at random; a
+	// negative value turns it off. Defaults to 0.1.
 	Jitter float64
-	// Retention is how long delivered events (and their attempts) are kept:
-	// every RetentionInterval the engine deletes those recorded longer ago,
-	// in small batches. Failed and pending events, payouts, orders and the
-	// ledger are kept forever. A negative value keeps everything. Defaults
-	// to DefaultRetention (30 days).
+	// Retention is how long delivered events and their attempts are kept;
+	// nothing else is ever deleted. A negative value keeps everything.
+	// Defaults to DefaultRetention.
 	Retention time.Duration
-	// RetentionInterval is how often the engine prunes. Defaults to 10
-	// minutes.
+	// RetentionInterval is how often the engine prunes. Defaults to 10 min.
 	RetentionInterval time.Duration
 	// Logger receives the loops' logs. Defaults to Config.Logger.
 	Logger *slog.Logger
-	// ObserveAttempt, when set, is told of every delivery attempt this
-	// engine recorded, for metrics: a is the attempt, next the event's
-	// state after it (DeliveryDelivered; DeliveryPending when it will be
-	// retried; DeliveryFailed when the loop gave up, including an event
-	// whose workspace's webhook URL was removed). Attempts that were not
-	// recorded (cut short by a stop, a lease lost, a store error) are not
-	// reported. It runs on the delivery workers, concurrently, and must
-	// return quickly. Defaults to nil.
+	// ObserveAttempt, when set, is told of every attempt this engine
+	// recorded, with the event's delivery state after it, for metrics. It
+	// runs on the delivery workers, concurrently, and must return quickly.
+	// Defaults to nil.
 	ObserveAttempt func(a DeliveryAttempt, next EventDelivery)
 }
 
-// DefaultRetention is how long delivered events are kept by default.
+// DefaultRetention is DeliveryConfig.Retention's default.
 const DefaultRetention = 30 * 24 * time.Hour
 
 // pruneBatch is how many events one pruning statement deletes: small, so
@@ -95,7 +71,7 @@ const DefaultRetention = 30 * 24 * time.Hour
 const pruneBatch = 500
 
 // RetryDelays returns the contract's retry schedule: the waits after the
-// first through eighth failed attempts.
+// first through eighth failed attempts (10 s to 24 h).
 func RetryDelays() []time.Duration {
 	return []time.Duration{
 		10 * time.Second, time.Minute, 5 * time.Minute, 30 * time.Minute,

@@ -13,9 +13,9 @@ import (
 )
 
 var (
-	_ payoutkit.WorkNotifier = (*memstore.Store)(nil)
-	_ payoutkit.WorkNotifier = (*sqlite.Store)(nil)
-	_ payoutkit.WorkNotifier = (*postgres.Store)(nil)
+	_ payoutkit.Store = (*memstore.Store)(nil)
+	_ payoutkit.Store = (*sqlite.Store)(nil)
+	_ payoutkit.Store = (*postgres.Store)(nil)
 )
 
 // Work committed while the dispatcher runs is claimed at once, without a

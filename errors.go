@@ -5,35 +5,27 @@ import (
 	"strings"
 )
 
-// Code is the numeric error code of the wire contract. The HTTP status of an
-// error response is Code / 100.
+// Code is the wire contract's error code; its HTTP status is Code / 100.
 type Code int
 
-// The contract's error codes that the engine produces.
+// The contract's error codes; only the HTTP layer produces 40500 and up.
 const (
-	CodeInvalidInput Code = 40000
-	CodeUnauthorized Code = 40100
-	CodeForbidden    Code = 40300
-	CodeNotFound     Code = 40400
-	CodeConflict     Code = 40900
-)
-
-// The contract's transport-only error codes: the HTTP layer produces them and
-// clients receive them, the engine never does.
-const (
+	CodeInvalidInput     Code = 40000
+	CodeUnauthorized     Code = 40100
+	CodeForbidden        Code = 40300
+	CodeNotFound         Code = 40400
+	CodeConflict         Code = 40900
 	CodeMethodNotAllowed Code = 40500
 	CodeTooLarge         Code = 41300
 	CodeRateLimited      Code = 42900
 	CodeInternal         Code = 50000
 )
 
-// Sentinel errors. Every error the engine returns for a caller's mistake is an
-// *Error that matches exactly one of these with errors.Is (and
-// ErrInsufficientBalance and ErrPayoutLimit also match ErrInvalidInput,
-// because an overdraft and a payout over the workspace's payout limit or
-// 24-hour limit are 40000s like any other invalid request). ErrForbidden refuses a valid key
-// used outside its scopes or from an address it does not allow, and a payout
-// to an address the workspace's address allowlist does not (yet) allow.
+// Every error the engine returns for a caller's mistake is an *Error that
+// matches exactly one of these with errors.Is, except that
+// ErrInsufficientBalance and ErrPayoutLimit also match ErrInvalidInput.
+// ErrForbidden refuses a key used outside its scopes or allowlist, and a
+// payout to an address the address allowlist does not allow.
 var (
 	ErrInvalidInput        = &Error{Code: CodeInvalidInput, Message: "invalid input"}
 	ErrInsufficientBalance = &Error{Code: CodeInvalidInput, Message: "Insufficient available balance"}
@@ -50,8 +42,8 @@ type FieldError struct {
 	Message string `json:"message"`
 }
 
-// Error is the engine's error: a contract code, a message safe to show to the
-// caller, and for validation failures the offending fields.
+// Error is the engine's error: a contract code, a message safe to show the
+// caller, and for a validation failure the offending fields.
 type Error struct {
 	Code    Code
 	Message string
@@ -84,15 +76,10 @@ func CodeOf(err error) Code {
 	return 0
 }
 
-// NewError makes an error of the contract's code: one received over the
-// wire (for clients), with code, message and fields as the envelope carried
-// them, or one of a layer in front of the engine (package staff). An empty
-// message with fields names each field, as the engine's own 40000s do
-// ("amount must be greater than 0; address is required"). The result
-// matches the
-// sentinel of its code with errors.Is, and a 40000 whose message is exactly
-// the overdraft message also matches ErrInsufficientBalance. Codes without a
-// sentinel (405, 413, 429, 500) match none.
+// NewError makes an error as received over the wire, or as a layer in front
+// of the engine refuses; an empty message with fields names each field. It
+// matches the sentinel of its code (ErrInsufficientBalance for a 40000 with
+// its exact message), or none.
 func NewError(code Code, message string, fields []FieldError) *Error {
 	var kind *Error
 	switch code {

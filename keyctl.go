@@ -8,16 +8,6 @@ import (
 	"strings"
 )
 
-// The security log's actions of API keys and webhook settings, recorded by
-// the engine calls that make the change, whoever calls them.
-const (
-	ActionKeyCreated           = "key.created"
-	ActionKeyRevoked           = "key.revoked"
-	ActionKeysReset            = "keys.reset"
-	ActionWebhookURLSet        = "webhook.url_set"
-	ActionWebhookSecretRotated = "webhook.secret_rotated"
-)
-
 // keyDetails is what the security log says of a key: its prefix and
 // controls, never the key or its hash.
 func keyDetails(prefix string, scopes []Scope, ips []netip.Prefix) map[string]string {
@@ -27,7 +17,7 @@ func keyDetails(prefix string, scopes []Scope, ips []netip.Prefix) map[string]st
 	}
 	scopeList := strings.Join(s, ",")
 	if scopeList == "" {
-		scopeList = ScopeRead
+		scopeList = scopeRead
 	}
 	return map[string]string{"prefix": prefix, "scopes": scopeList, "allow_ips": strings.Join(FormatAllowIPs(ips), ",")}
 }
@@ -42,40 +32,33 @@ func redactURL(raw string) string {
 	return u.Redacted()
 }
 
-// Scope is something an API key may do beyond reading. Reading (balance,
-// coins, info, lists) needs no scope, so a key without scopes is read-only.
+// Scope is a write an API key may make; a key without scopes is read-only.
 type Scope string
 
-// The scopes of the contract. A key used for a write outside its scopes is
-// refused with ErrForbidden before its request is read.
+// The scopes of the contract: creating (and, in the sandbox, paying or
+// settling) orders and payouts.
 const (
-	// ScopeOrdersWrite allows creating orders and paying them in the sandbox.
-	ScopeOrdersWrite Scope = "orders:write"
-	// ScopePayoutsWrite allows creating payouts and settling them in the
-	// sandbox.
+	ScopeOrdersWrite  Scope = "orders:write"
 	ScopePayoutsWrite Scope = "payouts:write"
 )
 
-// ScopeRead is the word that names no scope at all in a list of scopes
-// (ParseScopes): the key may only read.
-const ScopeRead = "read"
+// scopeRead names no scope in a list of scopes.
+const scopeRead = "read"
 
-// AllScopes returns every scope, in their canonical order: what a new key
-// has unless told otherwise.
+// AllScopes returns every scope, sorted: a new key's default.
 func AllScopes() []Scope { return []Scope{ScopeOrdersWrite, ScopePayoutsWrite} }
 
 // maxAllowIPs bounds a key's address allowlist, so that checking it stays
 // cheap on every request.
 const maxAllowIPs = 100
 
-// ParseScopes reads a comma-separated list of scopes ("orders:write",
-// "payouts:write"), or "read" alone for none. It returns a non-nil slice,
-// sorted and without duplicates, so that "read" stays distinct from the
-// default of CreateAPIKeyRequest. An unknown word is a 40000 naming the
-// field "scopes".
+// ParseScopes reads a comma-separated list of scopes, or "read" alone for
+// none, into a non-nil slice, sorted and without duplicates (so that "read"
+// stays distinct from CreateAPIKeyRequest's default). An unknown word is an
+// ErrInvalidInput naming "scopes".
 func ParseScopes(list string) ([]Scope, error) {
 	words := splitList(list)
-	if len(words) == 1 && words[0] == ScopeRead {
+	if len(words) == 1 && words[0] == scopeRead {
 		return []Scope{}, nil
 	}
 	scopes := make([]Scope, 0, len(words))
@@ -110,10 +93,9 @@ func checkScopes(v *validation, scopes []Scope) []Scope {
 	return slices.Compact(out)
 }
 
-// ParseAllowIPs reads an allowlist entry by entry: each an IPv4 or IPv6
-// address (without a zone) or a CIDR range. A range is kept masked to its
-// network (10.1.2.3/8 becomes 10.0.0.0/8) and an address as a one-address
-// range. Anything else is a 40000 naming the field "allow_ips".
+// ParseAllowIPs reads an allowlist of IP addresses (without a zone) and
+// CIDR ranges, each kept as a range masked to its network. Anything else is
+// an ErrInvalidInput naming "allow_ips".
 func ParseAllowIPs(entries []string) ([]netip.Prefix, error) {
 	var v validation
 	out := parseAllowIPs(&v, entries)
@@ -154,8 +136,8 @@ func parseAllowIPs(v *validation, entries []string) []netip.Prefix {
 	return out
 }
 
-// FormatAllowIP writes an allowlist entry as it was meant: a one-address
-// range as the bare address, any other range in CIDR form.
+// FormatAllowIP writes a one-address range as the bare address, any other
+// in CIDR form.
 func FormatAllowIP(p netip.Prefix) string {
 	if p.IsSingleIP() {
 		return p.Addr().String()
@@ -163,8 +145,7 @@ func FormatAllowIP(p netip.Prefix) string {
 	return p.String()
 }
 
-// FormatAllowIPs writes every entry of an allowlist with FormatAllowIP, as
-// a non-nil slice (so that it encodes as a JSON array).
+// FormatAllowIPs applies FormatAllowIP to each entry, into a non-nil slice.
 func FormatAllowIPs(list []netip.Prefix) []string {
 	out := make([]string, len(list))
 	for i, p := range list {
@@ -212,12 +193,10 @@ func (p Principal) Require(scope Scope) error {
 
 // CreateAPIKeyRequest describes a new API key's controls.
 type CreateAPIKeyRequest struct {
-	// Scopes are the writes the key may make. Defaults, when nil, to
-	// AllScopes(); an empty non-nil slice (ParseScopes("read")) makes a
-	// read-only key.
+	// Scopes defaults, when nil, to AllScopes(); an empty non-nil slice
+	// makes a read-only key.
 	Scopes []Scope
-	// AllowIPs are the client addresses the key may be used from, each an
-	// IPv4 or IPv6 address or a CIDR range. Defaults to none: any address.
+	// AllowIPs are as ParseAllowIPs reads them. Defaults to any address.
 	AllowIPs []string
 }
 

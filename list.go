@@ -10,77 +10,58 @@ import (
 	"github.com/payoutkit/payoutkit/internal/cursor"
 )
 
-// ListPayoutsRequest asks for one page of a workspace's payouts, newest
-// first (POST /v1/payouts/list). Every filter is optional.
+// ListPayoutsRequest asks for a page of a workspace's payouts, newest first
+// (POST /v1/payouts/list). Every filter is optional; CreatedFrom and
+// CreatedTo keep [from, to). Limit is 1 to MaxListLimit, 0 for
+// DefaultListLimit, and Cursor the previous page's NextCursor under the same
+// filter.
 type ListPayoutsRequest struct {
-	// Status keeps the payouts in this state.
-	Status PayoutStatus `json:"status,omitempty"`
-	// PayerID keeps the payouts of this customer.
-	PayerID string `json:"payer_id,omitempty"`
-	// CreatedFrom keeps the payouts created at or after it.
-	CreatedFrom time.Time `json:"created_from,omitzero"`
-	// CreatedTo keeps the payouts created before it.
-	CreatedTo time.Time `json:"created_to,omitzero"`
-	// Approval keeps the payouts in this approval state.
-	Approval Approval `json:"approval,omitempty"`
-	// Limit is the page size, 1 to MaxListLimit; 0 means DefaultListLimit.
-	Limit int `json:"limit,omitempty"`
-	// Cursor is the NextCursor of the previous page, with the same filter;
-	// empty asks for the first page.
-	Cursor string `json:"cursor,omitempty"`
+	Status      PayoutStatus `json:"status,omitempty"`
+	PayerID     string       `json:"payer_id,omitempty"`
+	CreatedFrom time.Time    `json:"created_from,omitzero"`
+	CreatedTo   time.Time    `json:"created_to,omitzero"`
+	Approval    Approval     `json:"approval,omitempty"`
+	Limit       int          `json:"limit,omitempty"`
+	Cursor      string       `json:"cursor,omitempty"`
 }
 
-// ListOrdersRequest asks for one page of a workspace's orders, newest
-// first (POST /v1/orders/list). Every filter is optional.
+// ListOrdersRequest asks for a page of a workspace's orders, as
+// ListPayoutsRequest does of payouts (POST /v1/orders/list).
 type ListOrdersRequest struct {
-	// Status keeps the orders in this state.
-	Status OrderStatus `json:"status,omitempty"`
-	// PayerID keeps the orders of this customer.
-	PayerID string `json:"payer_id,omitempty"`
-	// CreatedFrom keeps the orders created at or after it.
-	CreatedFrom time.Time `json:"created_from,omitzero"`
-	// CreatedTo keeps the orders created before it.
-	CreatedTo time.Time `json:"created_to,omitzero"`
-	// Limit is the page size, 1 to MaxListLimit; 0 means DefaultListLimit.
-	Limit int `json:"limit,omitempty"`
-	// Cursor is the NextCursor of the previous page, with the same filter;
-	// empty asks for the first page.
-	Cursor string `json:"cursor,omitempty"`
+	Status      OrderStatus `json:"status,omitempty"`
+	PayerID     string      `json:"payer_id,omitempty"`
+	CreatedFrom time.Time   `json:"created_from,omitzero"`
+	CreatedTo   time.Time   `json:"created_to,omitzero"`
+	Limit       int         `json:"limit,omitempty"`
+	Cursor      string      `json:"cursor,omitempty"`
 }
 
-// ListCustomersRequest asks for one page of a workspace's customers,
-// newest first by their first movement of money.
+// ListCustomersRequest asks for a page of a workspace's customers, newest
+// first by their first movement of money, with ListPayoutsRequest's Limit
+// and Cursor.
 type ListCustomersRequest struct {
-	// Limit is the page size, 1 to MaxListLimit; 0 means DefaultListLimit.
-	Limit int `json:"limit,omitempty"`
-	// Cursor is the NextCursor of the previous page; empty asks for the
-	// first page.
+	Limit  int    `json:"limit,omitempty"`
 	Cursor string `json:"cursor,omitempty"`
 }
 
-// ListEventsRequest asks for one page of a workspace's webhook events with
-// their delivery state, newest first.
+// ListEventsRequest asks for a page of a workspace's webhook events, newest
+// first, with ListPayoutsRequest's Limit and Cursor.
 type ListEventsRequest struct {
-	// Limit is the page size, 1 to MaxListLimit; 0 means DefaultListLimit.
-	Limit int `json:"limit,omitempty"`
-	// Cursor is the NextCursor of the previous page; empty asks for the
-	// first page.
+	Limit  int    `json:"limit,omitempty"`
 	Cursor string `json:"cursor,omitempty"`
 }
 
-// The page sizes of every listing, the engine's and the /v1 API's; a
-// store's PageRequest.Normalize applies the same bounds.
+// The page sizes of every listing, the engine's, the /v1 API's and
+// PageRequest.Normalize's.
 const (
 	DefaultListLimit = 50
 	MaxListLimit     = 500
 )
 
-// List is one page of a list endpoint. Its JSON form is
-// {"items": [...], "next_cursor": "..." | null}.
+// List is one page of a list endpoint. NextCursor, empty on the last page,
+// is opaque and valid only for the same workspace and filter.
 type List[T any] struct {
-	Items []T
-	// NextCursor asks for the following page; empty on the last page.
-	// It is opaque, and valid only for the same workspace and filter.
+	Items      []T
 	NextCursor string
 }
 
@@ -89,9 +70,7 @@ type listJSON[T any] struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
-// MarshalJSON renders {"items": [...], "next_cursor": "..." | null}. Items
-// that render themselves (json.Marshaler) are joined as they render: the
-// encoder would re-scan each of them, and then the whole list again.
+// MarshalJSON renders {"items": [...], "next_cursor": "..." | null}.
 func (l List[T]) MarshalJSON() ([]byte, error) {
 	if len(l.Items) == 0 {
 		return json.Marshal(listJSON[T]{Items: []T{}, NextCursor: nullable(l.NextCursor)})
@@ -128,10 +107,9 @@ func (l *List[T]) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// ListPayouts returns one page of the workspace's payouts that match req,
-// newest first. An invalid filter or limit, and a cursor that this engine
-// (or one with the same Config.CursorKey) did not issue for this workspace
-// and this filter, are ErrInvalidInput.
+// ListPayouts returns a page of the workspace's payouts that match req. An
+// invalid filter or limit, or a cursor not issued under Config.CursorKey for
+// this workspace and filter, is ErrInvalidInput.
 func (e *Engine) ListPayouts(ctx context.Context, workspaceID string, req ListPayoutsRequest) (List[Payout], error) {
 	var v validation
 	switch req.Status {
@@ -155,8 +133,7 @@ func (e *Engine) ListPayouts(ctx context.Context, workspaceID string, req ListPa
 		func(page PageRequest) (Page[Payout], error) { return e.store.Payouts(ctx, workspaceID, f, page) })
 }
 
-// ListOrders returns one page of the workspace's orders that match req,
-// newest first, with ListPayouts's rules.
+// ListOrders is ListPayouts for orders.
 func (e *Engine) ListOrders(ctx context.Context, workspaceID string, req ListOrdersRequest) (List[Order], error) {
 	var v validation
 	switch req.Status {
@@ -169,18 +146,14 @@ func (e *Engine) ListOrders(ctx context.Context, workspaceID string, req ListOrd
 		func(page PageRequest) (Page[Order], error) { return e.store.Orders(ctx, workspaceID, f, page) })
 }
 
-// ListCustomers returns one page of the workspace's customers, newest
-// first by their first movement of money, with ListPayouts's rules for the
-// limit and the cursor.
+// ListCustomers is ListPayouts for customers.
 func (e *Engine) ListCustomers(ctx context.Context, workspaceID string, req ListCustomersRequest) (List[Customer], error) {
 	var v validation
 	return listPage(ctx, e, &v, "customers", workspaceID, "", "", time.Time{}, time.Time{}, req.Limit, req.Cursor,
 		func(page PageRequest) (Page[Customer], error) { return e.store.Customers(ctx, workspaceID, page) })
 }
 
-// ListEvents returns one page of the workspace's webhook events with their
-// delivery state, newest first, with ListPayouts's rules for the limit and
-// the cursor.
+// ListEvents is ListPayouts for webhook events.
 func (e *Engine) ListEvents(ctx context.Context, workspaceID string, req ListEventsRequest) (List[Event], error) {
 	var v validation
 	return listPage(ctx, e, &v, "events", workspaceID, "", "", time.Time{}, time.Time{}, req.Limit, req.Cursor,

@@ -11,46 +11,39 @@ import (
 // the rest of staff identity is package staff's.
 
 // StaffUser is a person who signs in to the portal with e-mail and password.
+// TOTPSecret is the sealed secret of two-factor sign-in, and TOTPPending one
+// offered but not yet confirmed (each empty when none); no code of a
+// 30-second step at or before TOTPLastStep is accepted again. RecoveryCodes
+// counts the unused recovery codes, read only: they are stored hashed, through
+// SetStaffTOTP.
 type StaffUser struct {
-	WorkspaceID  string
-	Email        string // lower-cased; unique across workspaces
-	PasswordHash string // bcrypt
-	CreatedAt    time.Time
-	// Role is what the user may do in the portal.
-	Role Role
-	// TOTPSecret is the sealed secret of the user's two-factor sign-in;
-	// empty while it is off.
-	TOTPSecret string
-	// TOTPPending is the sealed secret offered on the security page and not
-	// yet confirmed with a code; empty when none is offered.
-	TOTPPending string
-	// TOTPLastStep is the last 30-second step whose code was accepted: no
-	// code of this step or an earlier one is accepted again.
-	TOTPLastStep int64
-	// RecoveryCodes is how many unused recovery codes the user has (read
-	// only: the codes are stored hashed, through SetStaffTOTP).
+	WorkspaceID   string
+	Email         string // lower-cased; unique across workspaces
+	PasswordHash  string // bcrypt
+	CreatedAt     time.Time
+	Role          Role
+	TOTPSecret    string
+	TOTPPending   string
+	TOTPLastStep  int64
 	RecoveryCodes int
-	// LastSignInAt is when the user last signed in; zero if never.
-	LastSignInAt time.Time
+	LastSignInAt  time.Time // zero if never
 }
 
 // TwoFactor reports whether the user has two-factor sign-in on.
 func (u StaffUser) TwoFactor() bool { return u.TOTPSecret != "" }
 
-// StaffSession is a staff user's signed-in portal session. The session's
-// token (the cookie's value) is never stored, only its SHA-256.
+// StaffSession is a signed-in portal session, stored by the SHA-256 of its
+// token (the cookie's value), never the token. Role and TwoFactor are read
+// with it from its user, not stored, to show the right pages; every staff
+// action reads the role again.
 type StaffSession struct {
 	TokenHash   [sha256.Size]byte
 	WorkspaceID string
 	StaffEmail  string
 	CreatedAt   time.Time
 	LastSeenAt  time.Time
-	// Role and TwoFactor are the user's role and whether they have
-	// two-factor sign-in on, as package staff read them with the session
-	// (not stored with it): for showing the right pages and forms; every
-	// staff action reads the role again.
-	Role      Role
-	TwoFactor bool
+	Role        Role
+	TwoFactor   bool
 }
 
 // SignInFailures is one e-mail's window of failed sign-ins.
@@ -64,26 +57,22 @@ type SignInFailures struct {
 // it: the sealed secrets, the last accepted step and the SHA-256 of each
 // unused recovery code.
 type StaffTOTP struct {
-	Secret         string
-	Pending        string
-	LastStep       int64
-	RecoveryHashes [][32]byte
+	Secret, Pending string
+	LastStep        int64
+	RecoveryHashes  [][32]byte
 }
 
 // Role is what a staff user may do in the portal (contract, section 11).
 type Role string
 
-// The staff roles, each allowed what the ones after it are and more.
+// The staff roles, each allowed what the ones after it are and more: an
+// admin everything (the team, the address book, the policy, approvals, the
+// security log), a developer the keys and webhooks, a viewer only reading
+// and their own password and two-factor sign-in.
 const (
-	// RoleAdmin may do everything: the team, the address book, the payout
-	// policy, approvals and the security log.
-	RoleAdmin Role = "admin"
-	// RoleDeveloper may use Settings → Developer (keys, webhooks) and read
-	// every page.
+	RoleAdmin     Role = "admin"
 	RoleDeveloper Role = "developer"
-	// RoleViewer may read every page and change nothing but their own
-	// password and two-factor sign-in.
-	RoleViewer Role = "viewer"
+	RoleViewer    Role = "viewer"
 )
 
 // rank orders the roles: a role may do what every lower rank may.

@@ -21,19 +21,9 @@ type loops struct {
 // may be a caller's transaction, which outlives no loop.
 var errWithStoreLoops = errors.New("payoutkit: an engine from WithStore runs no loops; start the engine it came from")
 
-// Start runs the engine's loops in the background until Stop, or until ctx
-// is cancelled: the webhook delivery loop, which sends every event in the
-// outbox to its workspace's receiver (opening sealed secrets with
-// Config.SecretKeys), and, when Config.Processor is set, the hand-off loop,
-// which gives every submitted payout to the processor through
-// handOffPayout. Both claim their work from the store under a lease
-// (Config.Delivery), so engines in several processes may share one store.
-// Start returns at once; it is an error while the loops already run.
-//
-//	engine, err := payoutkit.New(store, cfg)
-//	...
-//	if err := engine.Start(ctx); err != nil { ... }
-//	defer engine.Stop(context.WithoutCancel(ctx))
+// Start runs the engine's loops in the background until Stop or the end of
+// ctx: webhook delivery and, with a Config.Processor, the hand-off. It
+// returns at once, with an error if the loops already run.
 func (e *Engine) Start(ctx context.Context) error {
 	if e.loops == nil {
 		return errWithStoreLoops
@@ -68,12 +58,10 @@ func (e *Engine) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop ends the loops that Start began and waits until their in-flight
-// work has returned, or until ctx is done (then it returns ctx's error and
-// the loops finish on their own). Attempts cut short are not recorded:
-// their leases expire and the work is claimed again later, here or by
-// another engine. Stop on an engine whose loops are not running returns nil;
-// once the loops have returned, Start may run them again.
+// Stop ends the loops and waits for their in-flight work, or until ctx is
+// done (then it returns ctx's error). Work cut short is claimed again once
+// its lease expires. Stop without running loops returns nil; Start may then
+// run them again.
 func (e *Engine) Stop(ctx context.Context) error {
 	if e.loops == nil {
 		return nil

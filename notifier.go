@@ -16,7 +16,7 @@ import (
 	"github.com/payoutkit/payoutkit/internal/dialguard"
 )
 
-// DefaultTimeout bounds one webhook delivery (contract §5).
+// DefaultTimeout is HTTPNotifier.Timeout's default (contract, section 5).
 const DefaultTimeout = 10 * time.Second
 
 const (
@@ -28,38 +28,24 @@ const (
 	userAgent = "payoutkit-webhooks/1"
 )
 
-// ErrForbiddenDestination is the error of a delivery refused because the
-// webhook URL's host resolved to an address that HTTPNotifier does not reach
-// unless AllowPrivate is set.
+// ErrForbiddenDestination refuses a delivery to an address HTTPNotifier
+// may not reach.
 var ErrForbiddenDestination = errors.New("destination address not allowed")
 
-// HTTPNotifier is the default Notifier. It POSTs an event's stored
-// body, byte for byte, to the workspace's webhook URL with the headers
-// Content-Type: application/json, X-Signature (Sign of the body
-// with the workspace's secret), X-Event-Id and X-Event-Type. The delivery
-// succeeds only when the receiver answers 2xx with the body "success",
-// blanks around it ignored.
+// HTTPNotifier is the default Notifier. It POSTs an event's body, byte for
+// byte, with the webhook headers to an http or https webhook URL, through no
+// proxy and following no redirect; only a 2xx answer "success" (blanks
+// ignored) acknowledges it. The address dialed, after DNS, must be public
+// unicast, else ErrForbiddenDestination.
 //
-// Only http and https URLs are delivered to. Redirects are not followed: a
-// 3xx answer is a failed delivery. No proxy is used. The address actually
-// dialed (after DNS resolution, so that a name that later resolves
-// elsewhere cannot get around it) is checked: unless AllowPrivate is set it
-// must be a public unicast address (loopback, private, link-local,
-// unspecified, multicast, shared (100.64.0.0/10) and reserved addresses are
-// refused with ErrForbiddenDestination). Link-local addresses, cloud
-// metadata services, unspecified and multicast addresses are refused even
-// with AllowPrivate.
-//
-// The zero value is ready to use and safe for concurrent use; do not change
-// its fields after the first Notify.
+// The zero value is ready and safe for concurrent use; do not change its
+// fields after the first Notify.
 type HTTPNotifier struct {
-	// Timeout bounds one delivery, from dialing to reading the answer.
-	// Defaults to DefaultTimeout (10 s).
+	// Timeout bounds one delivery. Defaults to DefaultTimeout.
 	Timeout time.Duration
-	// AllowPrivate lets deliveries reach loopback, private, shared and
-	// reserved addresses, never link-local ones or metadata services. Turn
-	// it on in a sandbox or when receivers live on the operator's own
-	// network. Defaults to false.
+	// AllowPrivate also lets deliveries reach loopback, private, shared and
+	// reserved addresses, never link-local, metadata, unspecified or
+	// multicast ones. Defaults to false.
 	AllowPrivate bool
 
 	once   sync.Once

@@ -11,24 +11,21 @@ import (
 // OrderStatus is the state of an order.
 type OrderStatus string
 
-// An order is pending until paid; paying it credits its amount once.
+// An order is pending until paid; paying credits its amount once.
 const (
 	OrderPending OrderStatus = "pending"
 	OrderPaid    OrderStatus = "paid"
 )
 
-// Order is a payment a customer owes the merchant. Paying it credits the
-// workspace's available balance. Its JSON form is the contract's order object.
+// Order is a payment a customer owes the merchant, credited to the
+// available balance when paid. Its JSON form is the contract's order object.
 type Order struct {
-	WorkspaceID string
-	OrderID     string
-	Status      OrderStatus
-	Amount      Amount
-	PayerID     string
-	Description string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-	PaidAt      time.Time // zero until paid
+	WorkspaceID, OrderID string
+	Status               OrderStatus
+	Amount               Amount
+	PayerID, Description string
+	CreatedAt, UpdatedAt time.Time
+	PaidAt               time.Time // zero until paid
 }
 
 type orderJSON struct {
@@ -57,7 +54,7 @@ func (o Order) MarshalJSON() ([]byte, error) {
 	return json.Marshal(j)
 }
 
-// UnmarshalJSON reads the contract's order object (for clients and receivers).
+// UnmarshalJSON reads the contract's order object.
 func (o *Order) UnmarshalJSON(data []byte) error {
 	var j orderJSON
 	if err := json.Unmarshal(data, &j); err != nil {
@@ -79,8 +76,8 @@ func (o *Order) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// CreateOrderRequest asks for a new pending order. OrderID and Amount are
-// required; PayerID and Description are optional.
+// CreateOrderRequest asks for a pending order; PayerID and Description are
+// optional.
 type CreateOrderRequest struct {
 	OrderID     string `json:"order_id"`
 	Amount      string `json:"amount"`
@@ -91,9 +88,8 @@ type CreateOrderRequest struct {
 // maxDescription bounds an order's description, in characters.
 const maxDescription = 1024
 
-// CreateOrder validates req and stores a pending order. Repeating it with the
-// same order_id and parameters returns the stored order with replayed true;
-// other parameters are ErrConflict.
+// CreateOrder stores a pending order. The same order_id again returns the
+// stored order with replayed true, or ErrConflict if the parameters differ.
 func (e *Engine) CreateOrder(ctx context.Context, workspaceID string, req CreateOrderRequest) (Order, bool, error) {
 	var v validation
 	checkID(&v, "order_id", req.OrderID)
@@ -121,7 +117,7 @@ func (e *Engine) CreateOrder(ctx context.Context, workspaceID string, req Create
 	return stored, true, nil
 }
 
-// Order returns one order of the workspace; an unknown id is ErrNotFound.
+// Order returns one order of the workspace, or ErrNotFound.
 func (e *Engine) Order(ctx context.Context, workspaceID, orderID string) (Order, error) {
 	if err := checkLookupID("order_id", orderID); err != nil {
 		return Order{}, err
@@ -133,9 +129,8 @@ func (e *Engine) Order(ctx context.Context, workspaceID, orderID string) (Order,
 	return o, err
 }
 
-// MarkOrderPaid marks a pending order paid and credits its amount to the
-// available balance, atomically with an order.paid event. Paying a paid order
-// again changes nothing and returns it.
+// MarkOrderPaid marks a pending order paid and credits its amount,
+// atomically with an order.paid event; a paid order is returned unchanged.
 func (e *Engine) MarkOrderPaid(ctx context.Context, workspaceID, orderID string) (Order, error) {
 	o, err := e.Order(ctx, workspaceID, orderID)
 	if err != nil || o.Status == OrderPaid {

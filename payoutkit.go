@@ -21,12 +21,10 @@
 //
 // [Engine.CreatePayout] checks a request against the coin list and the
 // workspace's [PayoutPolicy], then debits the balance in one atomic change
-// with its ledger entry and its event; the same payout_id again is a
-// replay. The store enforces the money rules (no overdraft, one payout per
-// payout_id) in the database, so they hold across goroutines and
-// instances. Every refusal is an [*Error] with the contract's [Code];
-// match it with errors.Is against [ErrInvalidInput],
-// [ErrInsufficientBalance], [ErrNotFound], [ErrConflict] and the others.
+// with its ledger entry and its event. The store enforces the money rules
+// (no overdraft, one payout per payout_id) in the database, so they hold
+// across instances. Every refusal is an [*Error] with the contract's
+// [Code]; match it with errors.Is against [ErrInvalidInput] and the others.
 //
 // A change of keys, webhooks or controls takes who acts as an [Actor]: an
 // API key ([KeyActor]), the command line ([ActorCLI]) or a staff user
@@ -37,11 +35,10 @@
 //
 // # For store implementers
 //
-// A store implements [Store]; package storage/storetest is the conformance
-// suite that proves one (and storetest.RunStaff the staff.Store of a store
-// that keeps staff logins). The records that travel between the engine and
-// its store ([APIKey], [StaffUser], [LedgerEntry], [Audit], [PayoutLease],
-// [Event], [DeliveryAttempt], [PolicyCheck] and the like) are for store
+// A store implements [Store], proved by package storage/storetest
+// (storetest.RunStaff proves a staff.Store). The records that travel
+// between the engine and its store ([APIKey], [StaffUser], [LedgerEntry],
+// [Audit], [PayoutLease], [PolicyCheck] and the like) are for store
 // implementers; a program embedding the engine does not need them.
 package payoutkit
 
@@ -71,68 +68,48 @@ type Service interface {
 	Order(ctx context.Context, workspaceID, orderID string) (Order, error)
 	MarkOrderPaid(ctx context.Context, workspaceID, orderID string) (Order, error)
 	ListOrders(ctx context.Context, workspaceID string, req ListOrdersRequest) (List[Order], error)
-	// Authenticate resolves an Authorization header value, used from the
-	// client address, to the key's principal (see Engine.Authenticate).
+	// Authenticate and AuthenticateBalance are Engine's. GET /v1/balance
+	// calls AuthenticateBalance alone: a wrapper that changes Balance or
+	// Authenticate must change it too.
 	Authenticate(ctx context.Context, authorization string, client netip.Addr) (Principal, error)
-	// AuthenticateBalance is Authenticate followed by Balance of the key's
-	// workspace, which the engine reads together in one query; GET
-	// /v1/balance calls it alone. A wrapper that changes Balance or
-	// Authenticate changes it too, and one that embeds *Engine keeps the
-	// one-query read.
 	AuthenticateBalance(ctx context.Context, authorization string, client netip.Addr) (Principal, Balance, error)
 }
 
 // Config configures an Engine. The zero value is usable.
 type Config struct {
-	// Coins is the list of payout coins offered to every workspace. Each coin's
-	// network needs an address validator, from package address or from
-	// AddressValidators. Defaults to DefaultCoins().
+	// Coins are the payout coins offered to every workspace; each coin's
+	// network needs an address validator. Defaults to DefaultCoins().
 	Coins []Coin
-	// AddressValidators adds or replaces address validators by network name,
-	// for coins on networks that package address does not know. Defaults to none.
+	// AddressValidators adds or replaces address validators by network,
+	// for networks that package address does not know. Defaults to none.
 	AddressValidators map[string]func(address string) error
-	// Processor receives each accepted payout to send it on the real rail:
-	// once Start has run the engine's loops, the hand-off loop gives it
-	// every submitted payout under a lease; it settles the
-	// payout later through CompletePayout or FailPayout. Defaults to none:
-	// no payout is handed over, and payouts stay submitted until settled by
-	// a call.
+	// Processor is the rail that Start's loops hand every submitted
+	// payout to. Defaults to none: payouts stay submitted until settled
+	// by a call.
 	Processor Processor
-	// Delivery configures the loops that Start runs: webhook delivery
-	// (notifier, retries, retention, leases) and the payouts' hand-off.
-	// Defaults to the zero DeliveryConfig, whose every field has a default.
+	// Delivery configures the loops that Start runs. Defaults to the zero
+	// DeliveryConfig.
 	Delivery DeliveryConfig
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
-	// CursorKey keys the HMAC that makes list cursors tamper-evident and
-	// binds them to their workspace and filter. Engines that serve one
-	// deployment must share it, so that a cursor from one instance works on
-	// the next. Defaults to a fixed key: cursors are still refused when
-	// changed, or used with another workspace or filter, but someone who
-	// knows the key could forge one, which yields at most another position
-	// in their own workspace's listing. Set a secret of 32 random bytes to
-	// rule that out.
+	// CursorKey keys the HMAC that binds list cursors to their workspace
+	// and filter; engines of one deployment share it. Defaults to a fixed
+	// key, with which a forged cursor yields at most another position in
+	// the forger's own listing: set 32 random bytes to rule that out.
 	CursorKey []byte
 	// Logger receives the engine's logs. Defaults to slog.Default().
 	Logger *slog.Logger
-	// PasswordCost is the bcrypt cost of the password of a workspace's
-	// first staff user (CreateWorkspace). Defaults to 12; tests may lower it
-	// to bcrypt.MinCost.
+	// PasswordCost is the bcrypt cost of a new workspace's first staff
+	// password. Defaults to 12.
 	PasswordCost int
-	// SecretKeys seals every workspace's webhook signing secret at rest
-	// (AES-256-GCM, bound to the workspace id) with its current key, and
-	// opens values sealed with any of its keys. Plain secrets stored before
-	// sealing was turned on still read; Engine.ResealWebhookSecrets seals
-	// them. Defaults to nil: secrets are stored plain, and a sealed one read
-	// back is an error matching seal.ErrKeyMissing.
+	// SecretKeys seals webhook secrets at rest with its current key and
+	// opens those sealed with any of its keys; plain ones still read.
+	// Defaults to nil: secrets are stored plain.
 	SecretKeys *seal.KeyRing
-	// ObservePayout, when set, is told of every payout change this engine
-	// made, once it is stored, for metrics: p is the payout after the
-	// change, submitted when CreatePayout created it (not for a replay),
-	// completed or failed when this engine settled it (CompletePayout,
-	// FailPayout, a processor's settlement, the sandbox's by hand). Changes refused or made by another engine on the same
-	// store are not reported. It runs on the caller's goroutine,
-	// concurrently, and must return quickly. Defaults to nil.
+	// ObservePayout, when set, is told of every payout this engine
+	// created (not replayed) or settled, once stored, for metrics. It runs
+	// on the caller's goroutine, concurrently, and must return quickly.
+	// Defaults to nil.
 	ObservePayout func(p Payout)
 }
 
@@ -156,10 +133,9 @@ func (c *Config) withDefaults() *Config {
 	return &out
 }
 
-// Engine is the payout engine. It is safe for concurrent use, and several
-// engines (in one process or many) may share one store. Its background
-// work (webhook delivery, the hand-off to the processor) runs between
-// Start and Stop.
+// Engine is the payout engine. It is safe for concurrent use, and engines in
+// several processes may share one store. A method that takes an Actor records
+// its change in the security log as the actor's, in the same transaction.
 type Engine struct {
 	store     Store
 	coins     coinTable
@@ -180,21 +156,18 @@ type Engine struct {
 
 var _ Service = (*Engine)(nil)
 
-// WithStore returns an engine with e's configuration over store: over a
-// store bound to the caller's database transaction (sqlite.Store.WithTx,
-// postgres.Store.WithTx), its payouts, orders and settlements commit or
-// roll back with the caller's own writes:
+// WithStore returns an engine with e's configuration over store, such as one
+// bound to the caller's transaction (sqlite.Store.WithTx,
+// postgres.Store.WithTx), so that its changes commit or roll back with the
+// caller's writes:
 //
 //	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-//		// ... the program's own writes in tx ...
 //		_, _, err := engine.WithStore(store.WithTx(tx)).CreatePayout(ctx, wsID, req)
 //		return err
 //	})
 //
-// Config.ObservePayout hears of a payout made in a transaction when it is
-// stored, before the transaction commits (or rolls back). The returned
-// engine runs no loops of its own (Start refuses): e's loops find the
-// committed work.
+// Config.ObservePayout hears of such a payout before the commit. The
+// returned engine runs no loops (Start refuses); e's find the committed work.
 func (e *Engine) WithStore(store Store) *Engine {
 	out := *e
 	out.store = store

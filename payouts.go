@@ -17,42 +17,33 @@ import (
 // PayoutStatus is the state of a payout.
 type PayoutStatus string
 
-// A payout is submitted when accepted (its amount is debited), then ends
-// completed (the money left) or failed (the amount was credited back).
+// A payout is submitted (debited) when accepted, then completed (the money
+// left) or failed (credited back).
 const (
 	PayoutSubmitted PayoutStatus = "submitted"
 	PayoutCompleted PayoutStatus = "completed"
 	PayoutFailed    PayoutStatus = "failed"
 )
 
-// Currency is the currency of every balance, order and payout amount.
+// Currency is the currency of every amount.
 const Currency = "USD"
 
-// Payout is a withdrawal from a workspace's available balance to a customer's
-// address, in a crypto asset on a network. Its JSON form is the contract's
-// payout object.
+// Payout is a withdrawal from a workspace's available balance to a
+// customer's address, in a crypto asset on a network. Its JSON form is the
+// contract's payout object.
 type Payout struct {
-	WorkspaceID   string
-	PayoutID      string
-	Status        PayoutStatus
-	Amount        Amount
-	Asset         string
-	Network       string
-	Address       string
-	PayerID       string
-	TxID          string // set when completed
-	FailureReason string // set when failed
-	// AssetAmount is the amount sent, in the asset's units (at most the
-	// coin's Decimals places), and NetworkFee the fee the network charged,
-	// in the asset's units too. Both are unset (Valid false) until the
-	// processor reports them with the payout's completion.
-	AssetAmount decimal.NullDecimal
-	NetworkFee  decimal.NullDecimal
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-	// Approval is the payout's approval hold: ApprovalNone (also the zero
-	// value) unless the workspace's approval_over held it.
-	Approval Approval
+	WorkspaceID, PayoutID   string
+	Status                  PayoutStatus
+	Amount                  Amount
+	Asset, Network, Address string
+	PayerID                 string
+	TxID                    string // set when completed
+	FailureReason           string // set when failed
+	// AssetAmount (sent) and NetworkFee are in the asset's units, unset
+	// unless the processor reported them with the completion.
+	AssetAmount, NetworkFee decimal.NullDecimal
+	CreatedAt, UpdatedAt    time.Time
+	Approval                Approval // zero: ApprovalNone
 }
 
 // approval is the payout's Approval, ApprovalNone when unset.
@@ -129,7 +120,7 @@ func isDecimalText(s string) bool {
 	return intPart != "" && allDigits(intPart) && (!dot || frac != "" && allDigits(frac))
 }
 
-// UnmarshalJSON reads the contract's payout object (for clients and receivers).
+// UnmarshalJSON reads the contract's payout object.
 func (p *Payout) UnmarshalJSON(data []byte) error {
 	var j payoutJSON
 	if err := json.Unmarshal(data, &j); err != nil {
@@ -161,8 +152,8 @@ func (p *Payout) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// CreatePayoutRequest is a merchant's request to pay a customer. All fields
-// are required; Amount is a decimal string as ParseAmount reads it.
+// CreatePayoutRequest is a merchant's request to pay a customer. Every field
+// is required; Amount is as ParseAmount reads it.
 type CreatePayoutRequest struct {
 	PayoutID string `json:"payout_id"`
 	Amount   string `json:"amount"`
@@ -172,12 +163,11 @@ type CreatePayoutRequest struct {
 	PayerID  string `json:"payer_id"`
 }
 
-// CreatePayout validates req and, when the available balance covers it,
-// debits the amount and records the payout as submitted together with a
-// payout.submitted event. Repeating a create with the same payout_id and the
-// same parameters returns the stored payout with replayed true and changes
-// nothing; other parameters are ErrConflict. An overdraft is
-// ErrInsufficientBalance.
+// CreatePayout validates req against the coins and the workspace's policy,
+// then debits the amount and records the payout as submitted with a
+// payout.submitted event, atomically. The same payout_id again returns the
+// stored payout with replayed true, or ErrConflict if the parameters differ.
+// An overdraft is ErrInsufficientBalance.
 func (e *Engine) CreatePayout(ctx context.Context, workspaceID string, req CreatePayoutRequest) (Payout, bool, error) {
 	p, err := e.validatePayout(req)
 	if err != nil {
@@ -246,7 +236,7 @@ func (e *Engine) validatePayout(req CreatePayoutRequest) (Payout, error) {
 	}, nil
 }
 
-// Payout returns one payout of the workspace; an unknown id is ErrNotFound.
+// Payout returns one payout of the workspace, or ErrNotFound.
 func (e *Engine) Payout(ctx context.Context, workspaceID, payoutID string) (Payout, error) {
 	if err := checkLookupID("payout_id", payoutID); err != nil {
 		return Payout{}, err
@@ -258,29 +248,22 @@ func (e *Engine) Payout(ctx context.Context, workspaceID, payoutID string) (Payo
 	return p, err
 }
 
-// Completion is what a processor reports when a payout has left: its
-// transaction id and, when it knows them, the amount sent and the network
-// fee, both in the asset's units.
+// Completion is what a processor reports when a payout has left: the
+// required transaction id and, when known, the amount sent (above 0) and the
+// network fee (0 or more), in the asset's units with at most its Decimals
+// places.
 type Completion struct {
-	// TxID is the transaction id; required.
-	TxID string
-	// AssetAmount is the amount sent in the asset's units: greater than 0,
-	// at most the coin's Decimals places. Unset (Valid false) when unknown.
-	AssetAmount decimal.NullDecimal
-	// NetworkFee is the network's fee in the asset's units: 0 or more, at
-	// most the coin's Decimals places. Unset when unknown.
-	NetworkFee decimal.NullDecimal
+	TxID                    string
+	AssetAmount, NetworkFee decimal.NullDecimal
 }
 
 // maxAssetDigits bounds the integer digits of a reported asset amount or
 // fee: no real amount comes near it, and it keeps every value storable.
 const maxAssetDigits = 30
 
-// CompletePayout records that a submitted payout was paid on chain, as
-// c reports it, and emits payout.completed carrying the same payout object.
-// An invalid completion (no txid, a negative amount, more places than the
-// coin's Decimals) is ErrInvalidInput and changes nothing; settling a payout
-// that is not submitted is ErrConflict.
+// CompletePayout records that a submitted payout was paid on chain, as c
+// reports it, with a payout.completed event. An invalid c is
+// ErrInvalidInput; a payout not submitted is ErrConflict.
 func (e *Engine) CompletePayout(ctx context.Context, workspaceID, payoutID string, c Completion) (Payout, error) {
 	var v validation
 	checkText(&v, "txid", c.TxID, true, maxText)
@@ -338,9 +321,9 @@ func canonical(d decimal.NullDecimal) decimal.NullDecimal {
 	return decimal.NullDecimal{Decimal: c, Valid: true}
 }
 
-// FailPayout records that a submitted payout did not go through, credits its
-// amount back to the available balance and emits payout.failed. Settling a
-// payout that is not submitted is ErrConflict.
+// FailPayout records that a submitted payout did not go through and credits
+// its amount back, with a payout.failed event. A payout not submitted is
+// ErrConflict.
 func (e *Engine) FailPayout(ctx context.Context, workspaceID, payoutID, reason string) (Payout, error) {
 	var v validation
 	checkText(&v, "reason", reason, false, maxDescription)

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// PayoutPolicy returns the workspace's payout policy (contract, section 10).
+// PayoutPolicy returns the workspace's payout policy.
 func (e *Engine) PayoutPolicy(ctx context.Context, workspaceID string) (PayoutPolicy, error) {
 	p, err := e.store.PayoutPolicy(ctx, workspaceID)
 	if errors.Is(err, ErrNotFound) {
@@ -16,11 +16,9 @@ func (e *Engine) PayoutPolicy(ctx context.Context, workspaceID string) (PayoutPo
 	return p, err
 }
 
-// SetPayoutPolicy applies patch to the workspace's payout policy, records
-// the change in its security log as by's, and returns the policy after it.
-// The change is in the store, so it holds from the next payout on every
-// engine sharing it. A limit must be greater than 0 and the cooling-off 0 or
-// more; otherwise ErrInvalidInput and nothing changes.
+// SetPayoutPolicy applies patch and returns the policy after it, from the
+// next payout on every engine. A limit must be above 0 and the cooling-off 0
+// or more, else ErrInvalidInput.
 func (e *Engine) SetPayoutPolicy(ctx context.Context, workspaceID string, patch PolicyPatch, by Actor) (PayoutPolicy, error) {
 	if err := patch.check(); err != nil {
 		return PayoutPolicy{}, err
@@ -53,11 +51,9 @@ func (patch PolicyPatch) check() error {
 	return v.err()
 }
 
-// AddAddress adds a valid address of one of the coins' networks to the
-// workspace's address book, usable once the policy's cooling-off has
-// passed, with its address.added event and a security log entry, all in one
-// change. An address already in the book (in any spelling its network reads
-// as the same) is ErrConflict.
+// AddAddress adds a valid address of a coin's network to the address book,
+// usable after the policy's cooling-off, with an address.added event,
+// atomically. An address already there in any spelling is ErrConflict.
 func (e *Engine) AddAddress(ctx context.Context, workspaceID, network, addr, label string, by Actor) (AddressEntry, error) {
 	if err := e.checkAddress(network, addr, label); err != nil {
 		return AddressEntry{}, err
@@ -126,9 +122,8 @@ func (e *Engine) Addresses(ctx context.Context, workspaceID string) ([]AddressEn
 	return list, err
 }
 
-// RemoveAddress removes the address book's entry of network and addr (in
-// any spelling its network reads as the same), records it in the security
-// log, and returns how many entries it removed (0 or 1).
+// RemoveAddress removes the entry of network and addr, in any spelling, and
+// returns how many it removed (0 or 1).
 func (e *Engine) RemoveAddress(ctx context.Context, workspaceID, network, addr string, by Actor) (int, error) {
 	var v validation
 	net, _, ok := e.coins.network(network)
@@ -150,10 +145,8 @@ func (e *Engine) RemoveAddress(ctx context.Context, workspaceID, network, addr s
 	return n, err
 }
 
-// ApprovePayout releases a payout held for approval: it is handed to the
-// processor as any other from then on. The approval is recorded in the
-// security log as by's. A payout that is not awaiting approval is
-// ErrConflict.
+// ApprovePayout releases a payout held for approval to the hand-off; any
+// other payout is ErrConflict.
 func (e *Engine) ApprovePayout(ctx context.Context, workspaceID, payoutID string, by Actor) (Payout, error) {
 	if err := by.confirm(ctx); err != nil {
 		return Payout{}, err
@@ -170,10 +163,9 @@ func (e *Engine) ApprovePayout(ctx context.Context, workspaceID, payoutID string
 	return e.Payout(ctx, workspaceID, payoutID)
 }
 
-// RejectPayout fails a payout held for approval as any failed payout fails
-// (credited back, payout.failed), with failure_reason "rejected: <reason>"
-// ("rejected: by staff" without one), and records it in the security log
-// as by's. A payout that is not awaiting approval is ErrConflict.
+// RejectPayout fails a payout held for approval, credited back, with
+// failure_reason "rejected: <reason>" (or "rejected: by staff"); any other
+// payout is ErrConflict.
 func (e *Engine) RejectPayout(ctx context.Context, workspaceID, payoutID, reason string, by Actor) (Payout, error) {
 	if err := by.confirm(ctx); err != nil {
 		return Payout{}, err
@@ -237,8 +229,7 @@ func errNotHeld(p Payout) error {
 	return errConflict(fmt.Sprintf("payout %q is not awaiting approval (status %s, approval %s)", p.PayoutID, p.Status, p.approval()))
 }
 
-// SecurityLog returns one page of the workspace's security log, newest
-// first.
+// SecurityLog returns a page of the workspace's security log, newest first.
 func (e *Engine) SecurityLog(ctx context.Context, workspaceID string, page PageRequest) (Page[SecurityLogEntry], error) {
 	p, err := e.store.SecurityLog(ctx, workspaceID, page.Normalize())
 	if errors.Is(err, ErrNotFound) {
@@ -253,9 +244,8 @@ func (e *Engine) SecurityLog(ctx context.Context, workspaceID string, page PageR
 // decisionScan bounds how far back PayoutDecision looks in the log.
 const decisionScan = 2000
 
-// PayoutDecision returns the security log's entry of the approval or the
-// rejection of a payout (who decided, and when), looking through the
-// workspace's latest 2000 entries; none there is ErrNotFound.
+// PayoutDecision returns the security log entry that approved or rejected a
+// payout, among the latest 2000, or ErrNotFound.
 func (e *Engine) PayoutDecision(ctx context.Context, workspaceID, payoutID string) (SecurityLogEntry, error) {
 	req := PageRequest{Limit: 500}
 	for seen := 0; seen < decisionScan; {

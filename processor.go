@@ -8,41 +8,30 @@ import (
 	"time"
 )
 
-// Processor hands accepted payouts to the rail that actually sends the coins.
-// Submit returns once the rail has taken the payout, not when it settles; the
-// outcome comes back later through settler.
+// Processor hands accepted payouts to the rail that sends the coins. Submit
+// returns once the rail has taken the payout; the outcome comes back later
+// through settler. The hand-off loop calls it for every submitted payout
+// until it returns nil: an error matching ErrNotDue is retried when due,
+// any other logged and retried after the lease.
 //
-// Submit may be called more than once for one payout: hand-off is at least
-// once (a Submit slower than its lease, or a process that dies before the
-// hand-off is recorded, leads to another call). Every call for a payout
-// carries the same Submission.IdempotencyKey: a real processor must pass it
-// to its rail as the rail's idempotency key (or keep it and refuse a second
-// send itself), so that money leaves once however often Submit is called.
-//
-// Payouts reach the processor through the engine's hand-off, which the
-// engine's hand-off loop (Engine.Start) calls under a lease for every
-// submitted payout not yet handed over, until Submit returns nil. A processor that cannot take a payout yet
-// returns an error matching ErrNotDue (a *NotDueError says when to retry);
-// any other error is logged, and the hand-off is retried after the lease.
+// Hand-off is at least once, so Submit may be called again for one payout.
+// A processor must pass Submission.IdempotencyKey to its rail (or refuse a
+// second send itself), so that money leaves once.
 type Processor interface {
 	Submit(ctx context.Context, s Submission, settler Settler) error
 }
 
-// Submission is one payout handed to a Processor.
+// Submission is one payout handed to a Processor, with its row of the coin
+// list (zero if no longer configured) and IdempotencyKey of it.
 type Submission struct {
 	Payout
-	// Coin is the payout's row of the coin list (its Decimals and limits);
-	// the zero Coin when the row is no longer configured.
-	Coin Coin
-	// IdempotencyKey is the same for every Submit of this payout, on every
-	// instance, forever: "po_" and 32 hex digits of the SHA-256 of the
-	// workspace id and payout_id (see IdempotencyKey). Pass it to the rail.
+	Coin           Coin
 	IdempotencyKey string
 }
 
-// IdempotencyKey returns the key every Submit of the payout carries: "po_"
-// and the first 32 hex digits of SHA-256(workspaceID, NUL, payoutID). It
-// fits the key limits of common payment APIs (35 characters).
+// IdempotencyKey returns the key of every Submit of the payout, on every
+// instance, forever: "po_" and the first 32 hex digits of
+// SHA-256(workspaceID, NUL, payoutID), 35 characters as payment APIs allow.
 func IdempotencyKey(workspaceID, payoutID string) string {
 	h := sha256.New()
 	h.Write([]byte(workspaceID))
@@ -51,18 +40,13 @@ func IdempotencyKey(workspaceID, payoutID string) string {
 	return "po_" + hex.EncodeToString(h.Sum(nil))[:32]
 }
 
-// PayoutLease is a submitted payout claimed for hand-off by one engine:
-// Owner names it, and Token is the fencing token of the claim, larger than
-// every earlier claim's of the payout. Recording the hand-off succeeds only
-// while the claim is the payout's latest.
+// PayoutLease is a submitted payout claimed for hand-off by Owner, with the
+// claim's fencing token and when Payout was read (zero: unknown, so the
+// hand-off reads it again).
 type PayoutLease struct {
 	Payout
-	Owner string
-	Token int64
-	// ReadAt is when Payout was read as it is in the store: the claim's
-	// time for a lease the engine's hand-off loop claimed. The hand-off
-	// hands over that copy while it is younger than freshLease, and reads
-	// the payout afresh otherwise (or when ReadAt is zero).
+	Owner  string
+	Token  int64
 	ReadAt time.Time
 }
 
@@ -74,27 +58,23 @@ type PayoutLease struct {
 const freshLease = time.Second
 
 // Lease reserves a new payout's hand-off and its first event to the engine
-// that creates it (PayoutStore.CreatePayout): the zero Lease reserves
-// nothing.
+// that creates it (Store.CreatePayout); the zero Lease reserves nothing.
 type Lease struct {
 	Owner string // the engine's DeliveryConfig.Owner
 	Until time.Time
 }
 
-// Settler records a payout's outcome. *Engine implements it. A processor
-// reports the txid and, when it knows them, the amount sent and the network
-// fee (Completion).
+// Settler records a payout's outcome. *Engine implements it.
 type Settler interface {
 	CompletePayout(ctx context.Context, workspaceID, payoutID string, c Completion) (Payout, error)
 	FailPayout(ctx context.Context, workspaceID, payoutID, reason string) (Payout, error)
 }
 
 // ErrNotDue is what a Processor returns, or wraps, when it will not take a
-// payout yet. The hand-off loop retries later and logs nothing.
+// payout yet; the hand-off loop retries later and logs nothing.
 var ErrNotDue = errors.New("payoutkit: payout not due for hand-off yet")
 
-// NotDueError is an ErrNotDue that says when the payout will be due, so that
-// the hand-off loop can retry then instead of after its whole lease.
+// NotDueError is an ErrNotDue that says when to retry.
 type NotDueError struct {
 	At time.Time
 }
@@ -117,7 +97,7 @@ func (e *NotDueError) Is(target error) bool { return target == ErrNotDue }
 // with ErrConflict: the newer claim's owner records it.
 //
 // The engine's hand-off loop (Engine.Start) calls it for payouts it claimed
-// with PayoutStore.ClaimPayoutHandoffs.
+// with Store.ClaimPayoutHandoffs.
 func (e *Engine) handOffPayout(ctx context.Context, l PayoutLease) error {
 	p := l.Payout
 	if l.ReadAt.IsZero() || e.clock().Sub(l.ReadAt) >= freshLease {

@@ -9,17 +9,15 @@ import (
 // ErrNoSecretKeys is a reseal asked of an engine without Config.SecretKeys.
 var ErrNoSecretKeys = errors.New("payoutkit: no sealing keys are configured")
 
-// ResealReport is what Engine.ResealWebhookSecrets did.
+// ResealReport is what Engine.ResealWebhookSecrets did: how many workspaces
+// it looked at, how many secrets it sealed again with the current key (plain
+// ones included) and how many already were, and the secrets that did not
+// open.
 type ResealReport struct {
-	// Workspaces is how many workspaces it looked at.
-	Workspaces int `json:"workspaces"`
-	// Resealed is how many secrets it sealed again with the current key
-	// (plain ones included).
-	Resealed int `json:"resealed"`
-	// Current is how many were already sealed with the current key.
-	Current int `json:"current"`
-	// Failed lists the workspaces whose secret it could not open, with why.
-	Failed []ResealFailure `json:"failed"`
+	Workspaces int             `json:"workspaces"`
+	Resealed   int             `json:"resealed"`
+	Current    int             `json:"current"`
+	Failed     []ResealFailure `json:"failed"`
 }
 
 // ResealFailure is one workspace whose secret could not be resealed.
@@ -29,13 +27,10 @@ type ResealFailure struct {
 }
 
 // ResealWebhookSecrets seals every workspace's webhook secret with the
-// current key of Config.SecretKeys: plain secrets and those sealed with a
-// previous key. Each workspace is one short conditional update, so it runs
-// beside live servers; a secret rotated meanwhile is left as the rotation
-// wrote it. Secrets that do not open are listed in the report and their
-// errors joined in err (each a *seal.Error); the others are resealed anyway.
-// Once it reports no failure, every secret opens with the current key alone
-// and previous keys can be dropped.
+// current key of Config.SecretKeys, one conditional update each, so that it
+// runs beside live servers and a concurrent rotation wins. Secrets that do
+// not open are listed in the report, their *seal.Error joined in err. Once
+// none fails, the previous keys may be dropped.
 func (e *Engine) ResealWebhookSecrets(ctx context.Context) (ResealReport, error) {
 	rep := ResealReport{Failed: []ResealFailure{}}
 	if e.keys == nil {

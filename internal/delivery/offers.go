@@ -7,7 +7,7 @@ import (
 )
 
 // A payout created while the engine's loops run is leased to them in its
-// own transaction (PayoutStore.CreatePayout's Lease): its hand-off and its
+// own transaction (Store.CreatePayout's Lease): its hand-off and its
 // payout.submitted event are then given to the loops straight from memory
 // after the commit, instead of being claimed back from the tables. That
 // spares each payout two claims, each a write of its row (on PostgreSQL a

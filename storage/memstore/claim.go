@@ -8,7 +8,7 @@ import (
 	"github.com/payoutkit/payoutkit"
 )
 
-// ClaimEvents implements payoutkit.Outbox.
+// ClaimEvents implements payoutkit.Store.
 func (s *Store) ClaimEvents(_ context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]payoutkit.Event, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -118,7 +118,7 @@ func (s *Store) appendLog(w *workspace, e payoutkit.SecurityLogEntry) {
 	w.controls.log = append(w.controls.log, logRow{SecurityLogEntry: e, seq: s.next()})
 }
 
-// PayoutPolicy implements payoutkit.ControlStore.
+// PayoutPolicy implements payoutkit.Store.
 func (s *Store) PayoutPolicy(_ context.Context, workspaceID string) (payoutkit.PayoutPolicy, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -129,7 +129,7 @@ func (s *Store) PayoutPolicy(_ context.Context, workspaceID string) (payoutkit.P
 	return w.policy(), nil
 }
 
-// UpdatePayoutPolicy implements payoutkit.ControlStore.
+// UpdatePayoutPolicy implements payoutkit.Store.
 func (s *Store) UpdatePayoutPolicy(_ context.Context, workspaceID string, patch payoutkit.PolicyPatch, log payoutkit.SecurityLogEntry) (payoutkit.PayoutPolicy, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -143,7 +143,7 @@ func (s *Store) UpdatePayoutPolicy(_ context.Context, workspaceID string, patch 
 	return p, nil
 }
 
-// AddAddress implements payoutkit.ControlStore.
+// AddAddress implements payoutkit.Store.
 func (s *Store) AddAddress(_ context.Context, e payoutkit.AddressEntry, ev payoutkit.Event, log payoutkit.SecurityLogEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -165,7 +165,7 @@ func (s *Store) AddAddress(_ context.Context, e payoutkit.AddressEntry, ev payou
 	return nil
 }
 
-// Addresses implements payoutkit.ControlStore.
+// Addresses implements payoutkit.Store.
 func (s *Store) Addresses(_ context.Context, workspaceID string) ([]payoutkit.AddressEntry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -180,7 +180,7 @@ func (s *Store) Addresses(_ context.Context, workspaceID string) ([]payoutkit.Ad
 	return out, nil
 }
 
-// RemoveAddress implements payoutkit.ControlStore.
+// RemoveAddress implements payoutkit.Store.
 func (s *Store) RemoveAddress(_ context.Context, workspaceID, network, key string, log payoutkit.SecurityLogEntry) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -220,7 +220,7 @@ func (s *Store) held(workspaceID, payoutID string) (*workspace, *payout, error) 
 	return w, row, nil
 }
 
-// ApprovePayout implements payoutkit.ControlStore.
+// ApprovePayout implements payoutkit.Store.
 func (s *Store) ApprovePayout(_ context.Context, workspaceID, payoutID string, at time.Time, log payoutkit.SecurityLogEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -234,7 +234,7 @@ func (s *Store) ApprovePayout(_ context.Context, workspaceID, payoutID string, a
 	return nil
 }
 
-// RejectPayout implements payoutkit.ControlStore.
+// RejectPayout implements payoutkit.Store.
 func (s *Store) RejectPayout(_ context.Context, p payoutkit.Payout, ev payoutkit.Event, log payoutkit.SecurityLogEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -248,7 +248,7 @@ func (s *Store) RejectPayout(_ context.Context, p payoutkit.Payout, ev payoutkit
 	return nil
 }
 
-// AppendSecurityLog implements payoutkit.ControlStore.
+// AppendSecurityLog implements staff.Store.
 func (s *Store) AppendSecurityLog(_ context.Context, e payoutkit.SecurityLogEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -260,7 +260,7 @@ func (s *Store) AppendSecurityLog(_ context.Context, e payoutkit.SecurityLogEntr
 	return nil
 }
 
-// SecurityLog implements payoutkit.ControlStore.
+// SecurityLog implements payoutkit.Store.
 func (s *Store) SecurityLog(_ context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.SecurityLogEntry], error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

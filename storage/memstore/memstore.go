@@ -88,10 +88,7 @@ type event struct {
 	attempts   []payoutkit.DeliveryAttempt
 }
 
-var (
-	_ payoutkit.Store            = (*Store)(nil)
-	_ payoutkit.KeyBalanceReader = (*Store)(nil)
-)
+var _ payoutkit.Store = (*Store)(nil)
 
 // New returns an empty store.
 func New() *Store {
@@ -109,7 +106,7 @@ func New() *Store {
 // SubscribeWork returns a channel that receives when the store has taken
 // work for the engine's loops (a new event, a payout to hand over, an event
 // sent again), and cancel, which ends the subscription
-// (payoutkit.WorkNotifier). The loops of an engine over the store subscribe
+// (payoutkit.Store.SubscribeWork). The loops of an engine over the store subscribe
 // by themselves, so that they claim such work at once instead of at their
 // next poll.
 func (s *Store) SubscribeWork() (ch <-chan struct{}, cancel func()) { return s.work.Subscribe() }
@@ -127,7 +124,7 @@ func (s *Store) workspace(id string) (*workspace, error) {
 	return w, nil
 }
 
-// CreateWorkspace implements payoutkit.WorkspaceStore.
+// CreateWorkspace implements payoutkit.Store.
 func (s *Store) CreateWorkspace(_ context.Context, ws payoutkit.Workspace, staff payoutkit.StaffUser, key payoutkit.APIKey) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -156,7 +153,7 @@ func cloneKey(k payoutkit.APIKey) payoutkit.APIKey {
 	return k
 }
 
-// Workspace implements payoutkit.WorkspaceStore.
+// Workspace implements payoutkit.Store.
 func (s *Store) Workspace(_ context.Context, id string) (payoutkit.Workspace, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -167,7 +164,7 @@ func (s *Store) Workspace(_ context.Context, id string) (payoutkit.Workspace, er
 	return w.ws, nil
 }
 
-// SetWebhook implements payoutkit.WorkspaceStore.
+// SetWebhook implements payoutkit.Store.
 func (s *Store) SetWebhook(_ context.Context, workspaceID, url, secret string, log payoutkit.SecurityLogEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -180,7 +177,7 @@ func (s *Store) SetWebhook(_ context.Context, workspaceID, url, secret string, l
 	return nil
 }
 
-// SwapWebhookSecret implements payoutkit.WorkspaceStore.
+// SwapWebhookSecret implements payoutkit.Store.
 func (s *Store) SwapWebhookSecret(_ context.Context, workspaceID, old, next string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -207,7 +204,7 @@ func (s *Store) StaffUser(_ context.Context, email string) (payoutkit.StaffUser,
 	return u, nil
 }
 
-// WorkspaceIDs implements payoutkit.WorkspaceStore.
+// WorkspaceIDs implements payoutkit.Store.
 func (s *Store) WorkspaceIDs(context.Context) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -228,7 +225,7 @@ func (s *Store) WorkspaceIDs(context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// InsertAPIKey implements payoutkit.KeyStore.
+// InsertAPIKey implements payoutkit.Store.
 func (s *Store) InsertAPIKey(_ context.Context, key payoutkit.APIKey, revokeOthers bool, log payoutkit.SecurityLogEntry) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -259,7 +256,7 @@ func (s *Store) insertKey(key payoutkit.APIKey) {
 	s.keys[key.Prefix] = &key
 }
 
-// APIKey implements payoutkit.KeyStore.
+// APIKey implements payoutkit.Store.
 func (s *Store) APIKey(_ context.Context, prefix string) (payoutkit.APIKey, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -270,7 +267,7 @@ func (s *Store) APIKey(_ context.Context, prefix string) (payoutkit.APIKey, erro
 	return cloneKey(*k), nil
 }
 
-// APIKeyBalance implements payoutkit.KeyBalanceReader.
+// APIKeyBalance implements payoutkit.Store.
 func (s *Store) APIKeyBalance(_ context.Context, prefix string) (payoutkit.APIKey, payoutkit.Balance, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -285,7 +282,7 @@ func (s *Store) APIKeyBalance(_ context.Context, prefix string) (payoutkit.APIKe
 	return cloneKey(*k), w.balance, nil
 }
 
-// APIKeys implements payoutkit.KeyStore.
+// APIKeys implements payoutkit.Store.
 func (s *Store) APIKeys(_ context.Context, workspaceID string) ([]payoutkit.APIKey, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -304,7 +301,7 @@ func (s *Store) APIKeys(_ context.Context, workspaceID string) ([]payoutkit.APIK
 	return out, nil
 }
 
-// RevokeAPIKeys implements payoutkit.KeyStore.
+// RevokeAPIKeys implements payoutkit.Store.
 func (s *Store) RevokeAPIKeys(_ context.Context, workspaceID, prefix string, at time.Time, log payoutkit.SecurityLogEntry) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -326,7 +323,7 @@ func (s *Store) revoke(workspaceID, prefix string, at time.Time) int {
 	return n
 }
 
-// TouchAPIKey implements payoutkit.KeyStore.
+// TouchAPIKey implements payoutkit.Store.
 func (s *Store) TouchAPIKey(_ context.Context, prefix string, at time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -336,7 +333,7 @@ func (s *Store) TouchAPIKey(_ context.Context, prefix string, at time.Time) erro
 	return nil
 }
 
-// CreatePayout implements payoutkit.PayoutStore.
+// CreatePayout implements payoutkit.Store.
 func (s *Store) CreatePayout(_ context.Context, p payoutkit.Payout, ev payoutkit.Event, lease payoutkit.Lease) (payoutkit.Payout, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -378,7 +375,7 @@ func (s *Store) CreatePayout(_ context.Context, p payoutkit.Payout, ev payoutkit
 	return p, true, nil
 }
 
-// SettlePayout implements payoutkit.PayoutStore.
+// SettlePayout implements payoutkit.Store.
 func (s *Store) SettlePayout(_ context.Context, p payoutkit.Payout, ev payoutkit.Event) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -425,7 +422,7 @@ func (s *Store) settle(w *workspace, row *payout, p payoutkit.Payout, ev payoutk
 	s.addEvent(w, ev, true)
 }
 
-// Payout implements payoutkit.PayoutStore.
+// Payout implements payoutkit.Store.
 func (s *Store) Payout(_ context.Context, workspaceID, payoutID string) (payoutkit.Payout, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -440,7 +437,7 @@ func (s *Store) Payout(_ context.Context, workspaceID, payoutID string) (payoutk
 	return row.Payout, nil
 }
 
-// Payouts implements payoutkit.PayoutStore.
+// Payouts implements payoutkit.Store.
 func (s *Store) Payouts(_ context.Context, workspaceID string, f payoutkit.PayoutFilter, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Payout], error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -526,7 +523,7 @@ func parseTimeCursor(c string) (at, seq int64, ok bool) {
 	return at, seq, err1 == nil && err2 == nil && seq > 0
 }
 
-// ClaimPayoutHandoffs implements payoutkit.PayoutStore.
+// ClaimPayoutHandoffs implements payoutkit.Store.
 func (s *Store) ClaimPayoutHandoffs(_ context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.PayoutLease, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -554,7 +551,7 @@ func (r *payout) leftHandoffs() bool {
 	return r.Status != payoutkit.PayoutSubmitted || r.handedOff
 }
 
-// MarkPayoutHandedOff implements payoutkit.PayoutStore.
+// MarkPayoutHandedOff implements payoutkit.Store.
 func (s *Store) MarkPayoutHandedOff(_ context.Context, l payoutkit.PayoutLease, _ time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -573,7 +570,7 @@ func (s *Store) MarkPayoutHandedOff(_ context.Context, l payoutkit.PayoutLease, 
 	return nil
 }
 
-// CreateOrder implements payoutkit.OrderStore.
+// CreateOrder implements payoutkit.Store.
 func (s *Store) CreateOrder(_ context.Context, o payoutkit.Order) (payoutkit.Order, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -590,7 +587,7 @@ func (s *Store) CreateOrder(_ context.Context, o payoutkit.Order) (payoutkit.Ord
 	return o, true, nil
 }
 
-// MarkOrderPaid implements payoutkit.OrderStore.
+// MarkOrderPaid implements payoutkit.Store.
 func (s *Store) MarkOrderPaid(_ context.Context, o payoutkit.Order, ev payoutkit.Event) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -615,7 +612,7 @@ func (s *Store) MarkOrderPaid(_ context.Context, o payoutkit.Order, ev payoutkit
 	return nil
 }
 
-// Order implements payoutkit.OrderStore.
+// Order implements payoutkit.Store.
 func (s *Store) Order(_ context.Context, workspaceID, orderID string) (payoutkit.Order, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -630,7 +627,7 @@ func (s *Store) Order(_ context.Context, workspaceID, orderID string) (payoutkit
 	return row.Order, nil
 }
 
-// Orders implements payoutkit.OrderStore.
+// Orders implements payoutkit.Store.
 func (s *Store) Orders(_ context.Context, workspaceID string, f payoutkit.OrderFilter, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Order], error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -645,7 +642,7 @@ func (s *Store) Orders(_ context.Context, workspaceID string, f payoutkit.OrderF
 	})
 }
 
-// Balance implements payoutkit.LedgerStore.
+// Balance implements payoutkit.Store.
 func (s *Store) Balance(_ context.Context, workspaceID string) (payoutkit.Balance, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -656,7 +653,7 @@ func (s *Store) Balance(_ context.Context, workspaceID string) (payoutkit.Balanc
 	return w.balance, nil
 }
 
-// Ledger implements payoutkit.LedgerStore.
+// Ledger implements payoutkit.Store.
 func (s *Store) Ledger(_ context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.LedgerEntry], error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -667,7 +664,7 @@ func (s *Store) Ledger(_ context.Context, workspaceID string, page payoutkit.Pag
 	return pageOf(w.ledger, page, func(e ledgerEntry) (int64, payoutkit.LedgerEntry) { return e.seq, e.LedgerEntry })
 }
 
-// Audit implements payoutkit.LedgerStore.
+// Audit implements payoutkit.Store.
 func (s *Store) Audit(_ context.Context, workspaceID string) (payoutkit.Audit, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -712,7 +709,7 @@ func (s *Store) Audit(_ context.Context, workspaceID string) (payoutkit.Audit, e
 	return a, nil
 }
 
-// Customers implements payoutkit.LedgerStore.
+// Customers implements payoutkit.Store.
 func (s *Store) Customers(_ context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Customer], error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -759,7 +756,7 @@ func (s *Store) addEvent(w *workspace, ev payoutkit.Event, notify bool) *event {
 	return row
 }
 
-// RecordAttempt implements payoutkit.Outbox.
+// RecordAttempt implements payoutkit.Store.
 func (s *Store) RecordAttempt(_ context.Context, owner string, a payoutkit.DeliveryAttempt, next payoutkit.EventDelivery) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -779,7 +776,7 @@ func (s *Store) RecordAttempt(_ context.Context, owner string, a payoutkit.Deliv
 	return nil
 }
 
-// Events implements payoutkit.Outbox.
+// Events implements payoutkit.Store.
 func (s *Store) Events(_ context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Event], error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -790,7 +787,7 @@ func (s *Store) Events(_ context.Context, workspaceID string, page payoutkit.Pag
 	return pageOf(w.eventList, page, func(e *event) (int64, payoutkit.Event) { return e.seq, e.Event })
 }
 
-// Event implements payoutkit.Outbox.
+// Event implements payoutkit.Store.
 func (s *Store) Event(_ context.Context, workspaceID, eventID string) (payoutkit.Event, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -801,7 +798,7 @@ func (s *Store) Event(_ context.Context, workspaceID, eventID string) (payoutkit
 	return e.Event, nil
 }
 
-// SubjectEvents implements payoutkit.Outbox.
+// SubjectEvents implements payoutkit.Store.
 func (s *Store) SubjectEvents(_ context.Context, workspaceID, subject string) ([]payoutkit.Event, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -818,7 +815,7 @@ func (s *Store) SubjectEvents(_ context.Context, workspaceID, subject string) ([
 	return out, nil
 }
 
-// DeliveryAttempts implements payoutkit.Outbox.
+// DeliveryAttempts implements payoutkit.Store.
 func (s *Store) DeliveryAttempts(_ context.Context, workspaceID, eventID string) ([]payoutkit.DeliveryAttempt, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -829,7 +826,7 @@ func (s *Store) DeliveryAttempts(_ context.Context, workspaceID, eventID string)
 	return slices.Clone(e.attempts), nil
 }
 
-// ResendEvent implements payoutkit.Outbox.
+// ResendEvent implements payoutkit.Store.
 func (s *Store) ResendEvent(_ context.Context, workspaceID, eventID string, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -848,7 +845,7 @@ func (s *Store) ResendEvent(_ context.Context, workspaceID, eventID string, now 
 	return nil
 }
 
-// PruneEvents implements payoutkit.Outbox.
+// PruneEvents implements payoutkit.Store.
 func (s *Store) PruneEvents(_ context.Context, before time.Time, limit int) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -868,7 +865,7 @@ func (s *Store) PruneEvents(_ context.Context, before time.Time, limit int) (int
 	return len(old), nil
 }
 
-// OutboxHealth implements payoutkit.Outbox.
+// OutboxHealth implements payoutkit.Store.
 func (s *Store) OutboxHealth(context.Context) (payoutkit.OutboxHealth, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1209,7 +1206,7 @@ func (w *workspace) day(t time.Time) *payoutkit.DayCount {
 	return d
 }
 
-// PayoutsPerDay implements payoutkit.PayoutStore: it reads the day
+// PayoutsPerDay implements payoutkit.Store: it reads the day
 // counters that CreatePayout and the settlements keep.
 func (s *Store) PayoutsPerDay(_ context.Context, workspaceID string, from, to time.Time) ([]payoutkit.DayCount, error) {
 	s.mu.Lock()

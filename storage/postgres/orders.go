@@ -14,7 +14,7 @@ const (
 		ON CONFLICT (workspace_id, order_id) DO NOTHING`
 )
 
-// CreateOrder implements payoutkit.OrderStore.
+// CreateOrder implements payoutkit.Store.
 func (s *Store) CreateOrder(ctx context.Context, o payoutkit.Order) (payoutkit.Order, bool, error) {
 	res, err := s.execWrite(ctx, o.WorkspaceID, insertOrderSQL,
 		o.WorkspaceID, o.OrderID, string(o.Status), int64(o.Amount), o.PayerID, o.Description,
@@ -35,7 +35,7 @@ func (s *Store) CreateOrder(ctx context.Context, o payoutkit.Order) (payoutkit.O
 	return stored, false, nil
 }
 
-// MarkOrderPaid implements payoutkit.OrderStore: one statement, which
+// MarkOrderPaid implements payoutkit.Store: one statement, which
 // credits all or nothing.
 func (s *Store) MarkOrderPaid(ctx context.Context, o payoutkit.Order, ev payoutkit.Event) error {
 	args := append([]any{o.WorkspaceID, o.OrderID, ts(o.PaidAt), ts(o.UpdatedAt)}, eventArgs(ev)...)

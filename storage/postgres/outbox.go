@@ -9,7 +9,7 @@ import (
 	"github.com/payoutkit/payoutkit/storage/internal/sqlcore"
 )
 
-// ClaimEvents implements payoutkit.Outbox. It is one statement: the due
+// ClaimEvents implements payoutkit.Store. It is one statement: the due
 // events are locked with FOR UPDATE SKIP LOCKED, so that dispatchers on
 // several instances claim disjoint sets, and each claim sees the events
 // leased by a committed earlier claim as not due.
@@ -30,7 +30,7 @@ func (s *Store) ClaimEvents(ctx context.Context, owner string, now, leaseUntil t
 	return evs, nil
 }
 
-// RecordAttempt implements payoutkit.Outbox: one statement, pipelined with
+// RecordAttempt implements payoutkit.Store: one statement, pipelined with
 // the other writes of its batch.
 func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.DeliveryAttempt, next payoutkit.EventDelivery) error {
 	query := pgRecordAttemptSQL
@@ -64,7 +64,7 @@ func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.Del
 	return nil
 }
 
-// PruneEvents implements payoutkit.Outbox: one statement, which passes
+// PruneEvents implements payoutkit.Store: one statement, which passes
 // over the rows another session holds. It looks no further than the first
 // event recorded since before (sqlcore.PruneBoundSQL).
 func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) (int, error) {

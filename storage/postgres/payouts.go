@@ -22,7 +22,7 @@ const (
 func payoutArgs(p payoutkit.Payout) []any { return sqlcore.PayoutArgs(p, ts) }
 func eventArgs(ev payoutkit.Event) []any  { return sqlcore.EventArgs(ev, ts) }
 
-// CreatePayout implements payoutkit.PayoutStore: insert the payout unless
+// CreatePayout implements payoutkit.Store: insert the payout unless
 // its id is taken, debit the balance if it covers the amount, record the
 // ledger entry and the event; one statement of a group-committed
 // transaction, all or nothing.
@@ -175,7 +175,7 @@ func (op *createPayoutOp) result(ctx context.Context, err error) (payoutkit.Payo
 	return op.stored, op.created, nil
 }
 
-// SettlePayout implements payoutkit.PayoutStore: one statement, which
+// SettlePayout implements payoutkit.Store: one statement, which
 // settles all or nothing.
 func (s *Store) SettlePayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event) error {
 	if p.Status != payoutkit.PayoutCompleted && p.Status != payoutkit.PayoutFailed {
@@ -184,7 +184,7 @@ func (s *Store) SettlePayout(ctx context.Context, p payoutkit.Payout, ev payoutk
 	return s.settle(ctx, "settle payout", pgSettlePayoutSQL, p, ev, nil)
 }
 
-// RejectPayout implements payoutkit.ControlStore: SettlePayout of a held
+// RejectPayout implements payoutkit.Store: SettlePayout of a held
 // payout, with its security log entry in the same transaction.
 func (s *Store) RejectPayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event, log payoutkit.SecurityLogEntry) error {
 	p.Status = payoutkit.PayoutFailed
@@ -219,7 +219,7 @@ func (s *Store) settle(ctx context.Context, op, query string, p payoutkit.Payout
 	return nil
 }
 
-// ClaimPayoutHandoffs implements payoutkit.PayoutStore: the due payouts are
+// ClaimPayoutHandoffs implements payoutkit.Store: the due payouts are
 // locked with FOR UPDATE SKIP LOCKED, so that instances claim disjoint
 // sets. A claim reads on from where this store's last full claim ended
 // (sqlcore.HandoffCursor).
@@ -255,7 +255,7 @@ const markHandedOffSQL = `WITH p AS (
 )
 SELECT count(*) FROM p`
 
-// MarkPayoutHandedOff implements payoutkit.PayoutStore: a conditional
+// MarkPayoutHandedOff implements payoutkit.Store: a conditional
 // update on the claim's owner and fencing token. It goes in the outbox's
 // batches, with the delivery attempts, not in its workspace's: those hold
 // the workspace's balance row from their first create to their COMMIT, and

@@ -18,7 +18,7 @@ const (
 	creditSQL = `UPDATE balances SET available = available + $2 WHERE workspace_id = $1`
 )
 
-// CreateOrder implements payoutkit.OrderStore.
+// CreateOrder implements payoutkit.Store.
 func (s *Store) CreateOrder(ctx context.Context, o payoutkit.Order) (payoutkit.Order, bool, error) {
 	res, err := s.execWrite(ctx, insertOrderSQL,
 		o.WorkspaceID, o.OrderID, string(o.Status), int64(o.Amount), o.PayerID, o.Description,
@@ -39,7 +39,7 @@ func (s *Store) CreateOrder(ctx context.Context, o payoutkit.Order) (payoutkit.O
 	return stored, false, nil
 }
 
-// MarkOrderPaid implements payoutkit.OrderStore.
+// MarkOrderPaid implements payoutkit.Store.
 func (s *Store) MarkOrderPaid(ctx context.Context, o payoutkit.Order, ev payoutkit.Event) error {
 	var paid bool
 	err := s.w.Write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {

@@ -43,7 +43,7 @@ const (
 		WHERE id = $1 AND lease_owner = $2 AND state = 'pending'`
 )
 
-// ClaimEvents implements payoutkit.Outbox. It is one statement, which the
+// ClaimEvents implements payoutkit.Store. It is one statement, which the
 // single writer connection serialises with other claims, so that each claim
 // sees the events leased by an earlier claim as not due.
 func (s *Store) ClaimEvents(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, except []string) ([]payoutkit.Event, error) {
@@ -63,7 +63,7 @@ func (s *Store) ClaimEvents(ctx context.Context, owner string, now, leaseUntil t
 	return evs, nil
 }
 
-// RecordAttempt implements payoutkit.Outbox.
+// RecordAttempt implements payoutkit.Store.
 func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.DeliveryAttempt, next payoutkit.EventDelivery) error {
 	update, eventArgs := recordAttemptSQL, []any{a.EventID, owner, string(next.State), next.Attempts, ts(next.NextAttemptAt), sqlcore.CleanText(next.LastError)}
 	delivered := next.State == payoutkit.DeliveryDelivered
@@ -108,7 +108,7 @@ func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.Del
 	return nil
 }
 
-// PruneEvents implements payoutkit.Outbox. The candidates are found on the
+// PruneEvents implements payoutkit.Store. The candidates are found on the
 // read pool, so that the search never holds the write lock, and deleted in
 // one short write that checks them again. The search looks no further than
 // the first event recorded since before (sqlcore.PruneBoundSQL).

@@ -81,7 +81,7 @@ var insertCreatedEventSQL = `INSERT INTO events (` + sqlcore.EventCols + `, ` + 
 func payoutArgs(p payoutkit.Payout) []any { return sqlcore.PayoutArgs(p, ts) }
 func eventArgs(ev payoutkit.Event) []any  { return sqlcore.EventArgs(ev, ts) }
 
-// CreatePayout implements payoutkit.PayoutStore: insert the payout unless
+// CreatePayout implements payoutkit.Store: insert the payout unless
 // its id is taken, debit the balance if it covers the amount, record the
 // ledger entry and the event; one savepoint of a group-committed
 // transaction (or none: a refusal changes nothing), all or nothing.
@@ -282,7 +282,7 @@ func (s *Store) afterDebit(ctx context.Context, tx *sql.Tx, p payoutkit.Payout, 
 	return err
 }
 
-// SettlePayout implements payoutkit.PayoutStore.
+// SettlePayout implements payoutkit.Store.
 func (s *Store) SettlePayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event) error {
 	if p.Status != payoutkit.PayoutCompleted && p.Status != payoutkit.PayoutFailed {
 		return fmt.Errorf("sqlstore: settle payout: status %q is not completed or failed: %w", p.Status, payoutkit.ErrInvalidInput)
@@ -290,7 +290,7 @@ func (s *Store) SettlePayout(ctx context.Context, p payoutkit.Payout, ev payoutk
 	return s.settle(ctx, "settle payout", settlePayoutSQL, p, ev, nil)
 }
 
-// RejectPayout implements payoutkit.ControlStore: SettlePayout of a held
+// RejectPayout implements payoutkit.Store: SettlePayout of a held
 // payout, with its security log entry.
 func (s *Store) RejectPayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event, log payoutkit.SecurityLogEntry) error {
 	p.Status = payoutkit.PayoutFailed
@@ -364,7 +364,7 @@ func (s *Store) settle(ctx context.Context, op, update string, p payoutkit.Payou
 	return nil
 }
 
-// ClaimPayoutHandoffs implements payoutkit.PayoutStore: one statement, which
+// ClaimPayoutHandoffs implements payoutkit.Store: one statement, which
 // the single writer connection serialises with other claims. A claim reads
 // on from where this store's last full claim ended (sqlcore.HandoffCursor).
 func (s *Store) ClaimPayoutHandoffs(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]payoutkit.PayoutLease, error) {
@@ -387,7 +387,7 @@ func (s *Store) ClaimPayoutHandoffs(ctx context.Context, owner string, now, leas
 const markHandedOffSQL = `UPDATE payouts SET handed_off_at = COALESCE(handed_off_at, $3), handoff_lease_until = NULL
 	WHERE workspace_id = $1 AND payout_id = $2 AND handoff_owner = $4 AND handoff_token = $5`
 
-// MarkPayoutHandedOff implements payoutkit.PayoutStore: a conditional
+// MarkPayoutHandedOff implements payoutkit.Store: a conditional
 // update on the claim's owner and fencing token.
 func (s *Store) MarkPayoutHandedOff(ctx context.Context, l payoutkit.PayoutLease, at time.Time) error {
 	res, err := s.execWrite(ctx, markHandedOffSQL, l.WorkspaceID, l.PayoutID, ts(at), l.Owner, l.Token)

@@ -82,7 +82,7 @@ var (
 // database.
 //
 // Besides the methods listed here, it has every other method of
-// payoutkit.Store and payoutkit.KeyBalanceReader (the reads, the listings,
+// payoutkit.Store (the reads, the listings,
 // the workspaces, keys, staff and sessions): their statements are the same
 // on both databases, and it shares them with storage/postgres.
 type Store struct {
@@ -361,7 +361,7 @@ func (s *Store) Close() error { return s.w.Close() }
 // SubscribeWork returns a channel that receives when this store has
 // committed work for the engine's loops (a new event, a payout to hand
 // over, an event sent again), and cancel, which ends the subscription
-// (payoutkit.WorkNotifier). The loops of an engine over this store
+// (payoutkit.Store.SubscribeWork). The loops of an engine over this store
 // subscribe by themselves, so that they claim such work at once instead of
 // at their next poll. Work committed by
 // other processes, or in a caller's transaction (WithTx), is left to the

@@ -17,7 +17,7 @@ const (
 	APIKeySQL    = `SELECT ` + KeyCols + ` FROM api_keys WHERE prefix = $1`
 )
 
-// CreateWorkspace implements payoutkit.WorkspaceStore.
+// CreateWorkspace implements payoutkit.Store.
 func (o *Ops) CreateWorkspace(ctx context.Context, ws payoutkit.Workspace, staff payoutkit.StaffUser, key payoutkit.APIKey) error {
 	ctx = o.c.Detach(ctx)
 	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
@@ -36,7 +36,7 @@ func (o *Ops) CreateWorkspace(ctx context.Context, ws payoutkit.Workspace, staff
 	return o.c.Translate(ctx, "create workspace", err)
 }
 
-// Workspace implements payoutkit.WorkspaceStore.
+// Workspace implements payoutkit.Store.
 func (o *Ops) Workspace(ctx context.Context, id string) (payoutkit.Workspace, error) {
 	var ws payoutkit.Workspace
 	err := o.w.ReadRow(ctx, WorkspaceSQL, id).Scan(&ws.ID, &ws.Name, &ws.WebhookURL, &ws.WebhookSecret, TimeCol{T: &ws.CreatedAt}, &ws.RequireTwoFactor)
@@ -46,13 +46,13 @@ func (o *Ops) Workspace(ctx context.Context, id string) (payoutkit.Workspace, er
 	return ws, nil
 }
 
-// WorkspaceIDs implements payoutkit.WorkspaceStore.
+// WorkspaceIDs implements payoutkit.Store.
 func (o *Ops) WorkspaceIDs(ctx context.Context) ([]string, error) {
 	ids, err := WorkspaceIDs(ctx, o.w.Reader())
 	return ids, o.c.Translate(ctx, "workspace ids", err)
 }
 
-// SetWebhook implements payoutkit.WorkspaceStore.
+// SetWebhook implements payoutkit.Store.
 func (o *Ops) SetWebhook(ctx context.Context, workspaceID, url, secret string, log payoutkit.SecurityLogEntry) error {
 	ctx = o.c.Detach(ctx)
 	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
@@ -68,7 +68,7 @@ func (o *Ops) SetWebhook(ctx context.Context, workspaceID, url, secret string, l
 	return o.c.Translate(ctx, "set webhook", err)
 }
 
-// SwapWebhookSecret implements payoutkit.WorkspaceStore: one conditional
+// SwapWebhookSecret implements payoutkit.Store: one conditional
 // UPDATE, its own short transaction.
 func (o *Ops) SwapWebhookSecret(ctx context.Context, workspaceID, old, next string) error {
 	res, err := o.execAlone(ctx, `UPDATE workspaces SET webhook_secret = $3 WHERE id = $1 AND webhook_secret = $2`, workspaceID, old, next)
@@ -93,7 +93,7 @@ func (o *Ops) StaffUser(ctx context.Context, email string) (payoutkit.StaffUser,
 	return u, nil
 }
 
-// InsertAPIKey implements payoutkit.KeyStore.
+// InsertAPIKey implements payoutkit.Store.
 func (o *Ops) InsertAPIKey(ctx context.Context, key payoutkit.APIKey, revokeOthers bool, log payoutkit.SecurityLogEntry) (int, error) {
 	var revoked int
 	ctx = o.c.Detach(ctx)
@@ -128,7 +128,7 @@ func (o *Ops) insertKey(ctx context.Context, q Querier, key payoutkit.APIKey) er
 	return err
 }
 
-// APIKey implements payoutkit.KeyStore.
+// APIKey implements payoutkit.Store.
 func (o *Ops) APIKey(ctx context.Context, prefix string) (payoutkit.APIKey, error) {
 	k, err := ScanKey(o.w.ReadRow(ctx, APIKeySQL, prefix))
 	if err != nil {
@@ -141,7 +141,7 @@ func (o *Ops) APIKey(ctx context.Context, prefix string) (payoutkit.APIKey, erro
 const APIKeyBalanceSQL = `SELECT k.prefix, k.workspace_id, k.hash, k.created_at, k.revoked_at, k.last_used_at, k.scopes, k.allow_ips, b.available, b.in_progress
 	FROM api_keys k JOIN balances b ON b.workspace_id = k.workspace_id WHERE k.prefix = $1`
 
-// APIKeyBalance implements payoutkit.KeyBalanceReader: one query for what
+// APIKeyBalance implements payoutkit.Store: one query for what
 // GET /v1/balance needs.
 func (o *Ops) APIKeyBalance(ctx context.Context, prefix string) (payoutkit.APIKey, payoutkit.Balance, error) {
 	var k payoutkit.APIKey
@@ -155,7 +155,7 @@ func (o *Ops) APIKeyBalance(ctx context.Context, prefix string) (payoutkit.APIKe
 	return k, b, nil
 }
 
-// APIKeys implements payoutkit.KeyStore.
+// APIKeys implements payoutkit.Store.
 func (o *Ops) APIKeys(ctx context.Context, workspaceID string) ([]payoutkit.APIKey, error) {
 	keys, err := APIKeys(ctx, o.w.Reader(), workspaceID)
 	if err != nil {
@@ -164,7 +164,7 @@ func (o *Ops) APIKeys(ctx context.Context, workspaceID string) ([]payoutkit.APIK
 	return keys, nil
 }
 
-// RevokeAPIKeys implements payoutkit.KeyStore.
+// RevokeAPIKeys implements payoutkit.Store.
 func (o *Ops) RevokeAPIKeys(ctx context.Context, workspaceID, prefix string, at time.Time, log payoutkit.SecurityLogEntry) (int, error) {
 	var revoked int
 	ctx = o.c.Detach(ctx)
@@ -195,7 +195,7 @@ func (o *Ops) revokeKeys(ctx context.Context, q Querier, workspaceID, prefix str
 	return int(n), err
 }
 
-// TouchAPIKey implements payoutkit.KeyStore.
+// TouchAPIKey implements payoutkit.Store.
 func (o *Ops) TouchAPIKey(ctx context.Context, prefix string, at time.Time) error {
 	_, err := o.execAlone(ctx,
 		`UPDATE api_keys SET last_used_at = $2 WHERE prefix = $1 AND (last_used_at IS NULL OR last_used_at < $2)`, prefix, o.c.TS(at))

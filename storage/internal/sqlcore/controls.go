@@ -364,7 +364,7 @@ func (j *Judged) Record(ctx context.Context, tx *sql.Tx) error {
 	return err
 }
 
-// PayoutPolicy implements payoutkit.ControlStore.
+// PayoutPolicy implements payoutkit.Store.
 func (o *Ops) PayoutPolicy(ctx context.Context, workspaceID string) (payoutkit.PayoutPolicy, error) {
 	pol, err := scanPolicy(o.w.Reader().QueryRowContext(ctx, selectPolicySQL, workspaceID))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -379,7 +379,7 @@ func (o *Ops) PayoutPolicy(ctx context.Context, workspaceID string) (payoutkit.P
 	return pol, nil
 }
 
-// UpdatePayoutPolicy implements payoutkit.ControlStore. It gives the
+// UpdatePayoutPolicy implements payoutkit.Store. It gives the
 // controls a new version first, which takes the balance row's lock.
 func (o *Ops) UpdatePayoutPolicy(ctx context.Context, workspaceID string, patch payoutkit.PolicyPatch, log payoutkit.SecurityLogEntry) (payoutkit.PayoutPolicy, error) {
 	var pol payoutkit.PayoutPolicy
@@ -450,7 +450,7 @@ func (o *Ops) AppendLog(ctx context.Context, tx *sql.Tx, e payoutkit.SecurityLog
 	return o.appendLog(ctx, tx, e)
 }
 
-// AppendSecurityLog implements payoutkit.ControlStore.
+// AppendSecurityLog implements staff.Store.
 func (o *Ops) AppendSecurityLog(ctx context.Context, e payoutkit.SecurityLogEntry) error {
 	ctx = o.c.Detach(ctx)
 	err := o.w.InTx(ctx, func(tx *sql.Tx) error {
@@ -473,12 +473,12 @@ func ScanSecurityLog(sc Scanner, extra ...any) (payoutkit.SecurityLogEntry, erro
 	return e, err
 }
 
-// SecurityLog implements payoutkit.ControlStore.
+// SecurityLog implements payoutkit.Store.
 func (o *Ops) SecurityLog(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.SecurityLogEntry], error) {
 	return List(ctx, o, "security log", workspaceID, page, securityPageSQL, ScanSecurityLog)
 }
 
-// AddAddress implements payoutkit.ControlStore: the entry, its event and
+// AddAddress implements payoutkit.Store: the entry, its event and
 // the log entry in one transaction.
 func (o *Ops) AddAddress(ctx context.Context, e payoutkit.AddressEntry, ev payoutkit.Event, log payoutkit.SecurityLogEntry) error {
 	ctx = o.c.Detach(ctx)
@@ -508,7 +508,7 @@ func (o *Ops) AddAddress(ctx context.Context, e payoutkit.AddressEntry, ev payou
 	return nil
 }
 
-// Addresses implements payoutkit.ControlStore.
+// Addresses implements payoutkit.Store.
 func (o *Ops) Addresses(ctx context.Context, workspaceID string) ([]payoutkit.AddressEntry, error) {
 	rows, err := o.w.Reader().QueryContext(ctx, addressesSQL, workspaceID)
 	if err != nil {
@@ -534,7 +534,7 @@ func (o *Ops) Addresses(ctx context.Context, workspaceID string) ([]payoutkit.Ad
 	return list, nil
 }
 
-// RemoveAddress implements payoutkit.ControlStore.
+// RemoveAddress implements payoutkit.Store.
 func (o *Ops) RemoveAddress(ctx context.Context, workspaceID, network, key string, log payoutkit.SecurityLogEntry) (int, error) {
 	var n int64
 	ctx = o.c.Detach(ctx)
@@ -560,7 +560,7 @@ func (o *Ops) RemoveAddress(ctx context.Context, workspaceID, network, key strin
 	return int(n), nil
 }
 
-// ApprovePayout implements payoutkit.ControlStore.
+// ApprovePayout implements payoutkit.Store.
 func (o *Ops) ApprovePayout(ctx context.Context, workspaceID, payoutID string, at time.Time, log payoutkit.SecurityLogEntry) error {
 	ctx = o.c.Detach(ctx)
 	err := o.w.InTx(ctx, func(tx *sql.Tx) error {

@@ -112,7 +112,7 @@ func DeliveryAttempts(ctx context.Context, q Querier, eventID string) ([]payoutk
 	return Collect(rows, ScanAttempt)
 }
 
-// ResendEvent implements payoutkit.Outbox: one transaction makes a settled
+// ResendEvent implements payoutkit.Store: one transaction makes a settled
 // event pending again, due at now, after moving the attempt a delivered one
 // kept (DeliveredCols) into a row of delivery_attempts, so that a later one
 // takes its place.
@@ -205,7 +205,7 @@ const (
 	BalanceSQL      = `SELECT available, in_progress FROM balances WHERE workspace_id = $1`
 )
 
-// Payout implements payoutkit.PayoutStore.
+// Payout implements payoutkit.Store.
 func (o *Ops) Payout(ctx context.Context, workspaceID, payoutID string) (payoutkit.Payout, error) {
 	p, err := ScanPayout(o.w.ReadRow(ctx, SelectPayoutSQL, workspaceID, payoutID))
 	if err != nil {
@@ -214,14 +214,14 @@ func (o *Ops) Payout(ctx context.Context, workspaceID, payoutID string) (payoutk
 	return p, nil
 }
 
-// Payouts implements payoutkit.PayoutStore.
+// Payouts implements payoutkit.Store.
 func (o *Ops) Payouts(ctx context.Context, workspaceID string, f payoutkit.PayoutFilter, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Payout], error) {
 	return ListNewest(ctx, o, "payouts", PayoutReadCols, workspaceID,
 		NewestFilter{Status: string(f.Status), PayerID: f.PayerID, From: f.CreatedFrom, To: f.CreatedTo, Approval: string(f.Approval)}, page,
 		ScanPayout, func(p payoutkit.Payout) time.Time { return p.CreatedAt })
 }
 
-// Order implements payoutkit.OrderStore.
+// Order implements payoutkit.Store.
 func (o *Ops) Order(ctx context.Context, workspaceID, orderID string) (payoutkit.Order, error) {
 	ord, err := ScanOrder(o.w.ReadRow(ctx, SelectOrderSQL, workspaceID, orderID))
 	if err != nil {
@@ -230,14 +230,14 @@ func (o *Ops) Order(ctx context.Context, workspaceID, orderID string) (payoutkit
 	return ord, nil
 }
 
-// Orders implements payoutkit.OrderStore.
+// Orders implements payoutkit.Store.
 func (o *Ops) Orders(ctx context.Context, workspaceID string, f payoutkit.OrderFilter, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Order], error) {
 	return ListNewest(ctx, o, "orders", OrderCols, workspaceID,
 		NewestFilter{Status: string(f.Status), PayerID: f.PayerID, From: f.CreatedFrom, To: f.CreatedTo}, page,
 		ScanOrder, func(ord payoutkit.Order) time.Time { return ord.CreatedAt })
 }
 
-// Balance implements payoutkit.LedgerStore.
+// Balance implements payoutkit.Store.
 func (o *Ops) Balance(ctx context.Context, workspaceID string) (payoutkit.Balance, error) {
 	var b payoutkit.Balance
 	err := o.w.ReadRow(ctx, BalanceSQL, workspaceID).Scan(&b.Available, &b.InProgress)
@@ -247,12 +247,12 @@ func (o *Ops) Balance(ctx context.Context, workspaceID string) (payoutkit.Balanc
 	return b, nil
 }
 
-// Ledger implements payoutkit.LedgerStore.
+// Ledger implements payoutkit.Store.
 func (o *Ops) Ledger(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.LedgerEntry], error) {
 	return List(ctx, o, "ledger", workspaceID, page, LedgerPageSQL, ScanLedger)
 }
 
-// Audit implements payoutkit.LedgerStore. It is one statement, and so one
+// Audit implements payoutkit.Store. It is one statement, and so one
 // consistent snapshot: every sum sees the same commits.
 func (o *Ops) Audit(ctx context.Context, workspaceID string) (payoutkit.Audit, error) {
 	a, err := ReadAudit(ctx, o.w.Reader(), workspaceID)
@@ -262,17 +262,17 @@ func (o *Ops) Audit(ctx context.Context, workspaceID string) (payoutkit.Audit, e
 	return a, nil
 }
 
-// Customers implements payoutkit.LedgerStore.
+// Customers implements payoutkit.Store.
 func (o *Ops) Customers(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Customer], error) {
 	return List(ctx, o, "customers", workspaceID, page, CustomerPageSQL, ScanCustomer)
 }
 
-// Events implements payoutkit.Outbox.
+// Events implements payoutkit.Store.
 func (o *Ops) Events(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.Event], error) {
 	return List(ctx, o, "events", workspaceID, page, EventPageSQL, ScanEvent)
 }
 
-// Event implements payoutkit.Outbox.
+// Event implements payoutkit.Store.
 func (o *Ops) Event(ctx context.Context, workspaceID, eventID string) (payoutkit.Event, error) {
 	ev, err := ReadEvent(ctx, o.w.Reader(), workspaceID, eventID)
 	if err != nil {
@@ -281,13 +281,13 @@ func (o *Ops) Event(ctx context.Context, workspaceID, eventID string) (payoutkit
 	return ev, nil
 }
 
-// SubjectEvents implements payoutkit.Outbox.
+// SubjectEvents implements payoutkit.Store.
 func (o *Ops) SubjectEvents(ctx context.Context, workspaceID, subject string) ([]payoutkit.Event, error) {
 	evs, err := SubjectEvents(ctx, o.w.Reader(), workspaceID, subject)
 	return evs, o.c.Translate(ctx, "subject events", err)
 }
 
-// DeliveryAttempts implements payoutkit.Outbox.
+// DeliveryAttempts implements payoutkit.Store.
 func (o *Ops) DeliveryAttempts(ctx context.Context, workspaceID, eventID string) ([]payoutkit.DeliveryAttempt, error) {
 	if _, err := o.Event(ctx, workspaceID, eventID); err != nil {
 		return nil, err
@@ -296,7 +296,7 @@ func (o *Ops) DeliveryAttempts(ctx context.Context, workspaceID, eventID string)
 	return out, o.c.Translate(ctx, "delivery attempts", err)
 }
 
-// OutboxHealth implements payoutkit.Outbox: one statement, one snapshot.
+// OutboxHealth implements payoutkit.Store: one statement, one snapshot.
 func (o *Ops) OutboxHealth(ctx context.Context) (payoutkit.OutboxHealth, error) {
 	h, err := OutboxHealth(ctx, o.w.Reader())
 	if err != nil {
@@ -310,7 +310,7 @@ func (o *Ops) OutboxHealth(ctx context.Context) (payoutkit.OutboxHealth, error) 
 const perDaySQL = `SELECT day, submitted, completed, failed FROM payout_days
 	WHERE workspace_id = $1 AND day >= $2 AND day < $3 ORDER BY day`
 
-// PayoutsPerDay implements payoutkit.PayoutStore: it reads the day
+// PayoutsPerDay implements payoutkit.Store: it reads the day
 // counters that every create and settlement keeps (AddPayoutDaySQL,
 // SettlePayoutDaySQL), one row a day.
 func (o *Ops) PayoutsPerDay(ctx context.Context, workspaceID string, from, to time.Time) ([]payoutkit.DayCount, error) {
