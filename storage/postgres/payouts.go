@@ -153,6 +153,12 @@ func (op *createPayoutOp) controlled(ctx context.Context, tx *sql.Tx) error {
 			return err
 		}
 	}
+	// The create again, judged: the payout its first run inserted is taken
+	// back first, so that the one statement that inserts and debits every
+	// payout inserts this one too.
+	if _, err := tx.ExecContext(ctx, deletePayoutSQL, op.p.WorkspaceID, op.p.PayoutID); err != nil {
+		return err
+	}
 	var ins, debited int
 	if err := tx.QueryRowContext(ctx, pgCreatePayoutSQL, op.args(p, ev, nil, j)...).Scan(&ins, &debited); err != nil {
 		return err

@@ -82,23 +82,17 @@ func pgEventValues(first int) string {
 // the create was judged (sqlcore.Ops.DebitArgs). It inserts the payout
 // unless its id is taken, debits the balance (sqlcore.Debit, the store's one
 // statement of the no-overdraft rule and of the 24-hour limit) only if the
-// payout was inserted, or, for a create that JudgeCreate judged ($29), only
-// if the payout is there (inserted by the create's first statement), and
-// records the ledger entry, the customer's in_progress, the day counter,
-// the event and the hand-off's queue row only if the debit happened. It
-// reports (inserted, debited); the caller commits only when both are 1, or
-// a judged create's debit is.
+// payout was inserted, and records the ledger entry, the customer's
+// in_progress, the day counter, the event and the hand-off's queue row only
+// if the debit happened. It reports (inserted, debited); the caller commits
+// only when both are 1.
 var pgCreatePayoutSQL = func() string {
 	set, where := sqlcore.Debit(pgParam, "$4", "$11::timestamptz", 25)
-	return `WITH i AS (
+	return `WITH p AS (
 	INSERT INTO payouts (` + sqlcore.PayoutCols + `, ` + sqlcore.PayoutLeaseCols + `)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $22, $23, $24)
 	ON CONFLICT (workspace_id, payout_id) DO NOTHING
 	RETURNING workspace_id, seq
-), p AS (
-	SELECT workspace_id, seq FROM i
-	UNION ALL
-	SELECT workspace_id, seq FROM payouts WHERE $29::boolean AND workspace_id = $1 AND payout_id = $2
 ), d AS (
 	UPDATE balances SET ` + set + `
 	WHERE workspace_id = (SELECT workspace_id FROM p) AND ` + where + `
@@ -117,7 +111,7 @@ var pgCreatePayoutSQL = func() string {
 ), h AS (
 	INSERT INTO payout_handoffs (seq) SELECT seq FROM p WHERE EXISTS (SELECT 1 FROM d)
 )
-SELECT (SELECT count(*) FROM i), (SELECT count(*) FROM d)`
+SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM d)`
 }()
 
 // pgParam is the placeholder of argument n, typed as cast.
