@@ -52,13 +52,19 @@ type createPayoutOp struct {
 // workspace whose controls were read before is judged from memory, and its
 // debit carries what that judgement assumed (sqlcore.Ops.Fast).
 func (op *createPayoutOp) statement() (string, []any) {
-	owner, token, until := sqlcore.LeaseArgs(op.lease, ts)
-	args := append(append(payoutArgs(op.p), eventArgs(op.ev)...), owner, token, until)
-	fast, ok := op.s.ops.Fast(op.p)
-	if !ok {
-		return pgCreatePayoutSQL, args
+	var fast *sqlcore.Fast
+	if f, ok := op.s.ops.Fast(op.p); ok {
+		fast = &f
 	}
-	return pgFastCreateSQL, append(args, fast.Version, fast.Limit, fast.Cutoff, fast.Stale)
+	return pgCreatePayoutSQL, op.args(op.p, op.ev, fast, nil)
+}
+
+// args are pgCreatePayoutSQL's arguments for the create of p with its
+// event ev, judged as fast or j says (neither: not judged).
+func (op *createPayoutOp) args(p payoutkit.Payout, ev payoutkit.Event, fast *sqlcore.Fast, j *sqlcore.Judged) []any {
+	owner, token, until := sqlcore.LeaseArgs(op.lease, ts)
+	args := append(append(payoutArgs(p), eventArgs(ev)...), owner, token, until)
+	return append(args, op.s.ops.DebitArgs(fast, j)...)
 }
 
 func (op *createPayoutOp) run(ctx context.Context, tx *sql.Tx) error {
@@ -154,15 +160,21 @@ func (op *createPayoutOp) controlled(ctx context.Context, tx *sql.Tx) error {
 			return err
 		}
 	}
-	args := append([]any{p.WorkspaceID, int64(p.Amount), p.PayoutID, p.PayerID, ts(p.CreatedAt)}, eventArgs(ev)...)
-	owner, _, until := sqlcore.LeaseArgs(op.lease, ts)
-	args = append(append(args, op.s.ops.WindowArgs(j.Window)...), j.Approval == payoutkit.ApprovalPending, owner, until)
-	var debited int
-	if err := tx.QueryRowContext(ctx, pgControlledCreateSQL, args...).Scan(&debited); err != nil {
+	// The create again, judged: the payout its first run inserted is taken
+	// back first, so that the one statement that inserts and debits every
+	// payout inserts this one too.
+	if _, err := tx.ExecContext(ctx, deletePayoutSQL, op.p.WorkspaceID, op.p.PayoutID); err != nil {
+		return err
+	}
+	var ins, debited int
+	if err := tx.QueryRowContext(ctx, pgCreatePayoutSQL, op.args(p, ev, nil, j)...).Scan(&ins, &debited); err != nil {
 		return err
 	}
 	if debited == 0 {
 		return refuse(payoutkit.ErrInsufficientBalance)
+	}
+	if err := j.Record(ctx, tx); err != nil {
+		return err
 	}
 	op.stored, op.created = p, true
 	return nil

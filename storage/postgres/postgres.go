@@ -321,7 +321,7 @@ func newOps(w writer) sqlcore.Ops {
 		// lock first: they serialise, across instances, in one order.
 		LockBalanceSQL: `SELECT 1 FROM balances WHERE workspace_id = $1 FOR UPDATE`,
 		InsertEventSQL: pgInsertEventSQL,
-		Param:          func(n int, cast string) string { return fmt.Sprintf("$%d::%s", n, cast) },
+		Param:          pgParam,
 		// PostgreSQL plans from statistics: no index hints.
 		From: func(table string, _ sqlcore.NewestFilter) string { return table }})
 }

@@ -76,38 +76,26 @@ func pgEventValues(first int) string {
 	return p[0] + ", f.workspace_id, " + sqlcore.EventValues(p[1:])
 }
 
-// pgCreatePayoutSQL: $1-$12 the payout (payoutArgs), $13-$21 the event
-// (eventArgs), $22-$24 the lease (sqlcore.LeaseArgs), which the payout's
-// hand-off and the event are stored with. It inserts the payout unless its
-// id is taken, debits the balance only if the payout was inserted and the
-// balance covers it, and records the ledger entry, the customer's
-// in_progress, the day counter and the event only if the debit happened.
-// It reports (inserted, debited); the caller commits only when both are 1.
-// The debit happens only while the workspace has no payout controls;
-// otherwise the caller's policy check runs, then pgControlledCreateSQL.
-var pgCreatePayoutSQL = pgCreateSQL("", "NOT controls")
-
-// pgFastCreateSQL is pgCreatePayoutSQL for a create judged from memory
-// (sqlcore.Fast): $25 the controls' version, $26 the daily limit, $27
-// now-24h, $28 that less sqlcore.WindowLag. The debit also adds the payout
-// to the 24-hour window.
-var pgFastCreateSQL = pgCreateSQL(`,
-		window_spent = window_spent + CASE WHEN window_pos IS NULL THEN 0 ELSE $4 END,
-		window_next = CASE WHEN window_pos IS NULL THEN NULL ELSE LEAST(window_next, $11::timestamptz) END`,
-	`(NOT controls OR controls_version = $25::bigint)
-		AND (window_pos IS NULL OR window_pos < $11::timestamptz AND window_spent + $4 <= $26::bigint
-			AND (window_next IS NULL OR window_next > $27::timestamptz OR window_pos >= $28::timestamptz))`)
-
-// pgCreateSQL is a create whose debit sets set too, when cond holds.
-func pgCreateSQL(set, cond string) string {
+// pgCreatePayoutSQL is every create: $1-$12 the payout (payoutArgs),
+// $13-$21 the event (eventArgs), $22-$24 the lease (sqlcore.LeaseArgs),
+// which the payout's hand-off and the event are stored with, $25-$32 how
+// the create was judged (sqlcore.Ops.DebitArgs). It inserts the payout
+// unless its id is taken, debits the balance (sqlcore.Debit, the store's one
+// statement of the no-overdraft rule and of the 24-hour limit) only if the
+// payout was inserted, and records the ledger entry, the customer's
+// in_progress, the day counter, the event and the hand-off's queue row only
+// if the debit happened. It reports (inserted, debited); the caller commits
+// only when both are 1.
+var pgCreatePayoutSQL = func() string {
+	set, where := sqlcore.Debit(pgParam, "$4", "$11::timestamptz", 25)
 	return `WITH p AS (
 	INSERT INTO payouts (` + sqlcore.PayoutCols + `, ` + sqlcore.PayoutLeaseCols + `)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $22, $23, $24)
 	ON CONFLICT (workspace_id, payout_id) DO NOTHING
 	RETURNING workspace_id, seq
 ), d AS (
-	UPDATE balances SET available = available - $4, in_progress = in_progress + $4` + set + `
-	WHERE workspace_id = (SELECT workspace_id FROM p) AND available >= $4 AND ` + cond + `
+	UPDATE balances SET ` + set + `
+	WHERE workspace_id = (SELECT workspace_id FROM p) AND ` + where + `
 	RETURNING workspace_id
 ), l AS (
 	INSERT INTO ledger_entries (` + sqlcore.LedgerCols + `)
@@ -124,7 +112,10 @@ func pgCreateSQL(set, cond string) string {
 	INSERT INTO payout_handoffs (seq) SELECT seq FROM p WHERE EXISTS (SELECT 1 FROM d)
 )
 SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM d)`
-}
+}()
+
+// pgParam is the placeholder of argument n, typed as cast.
+func pgParam(n int, cast string) string { return fmt.Sprintf("$%d::%s", n, cast) }
 
 // pgSettlePayoutSQL: $1 workspace, $2 payout_id, $3 status, $4 txid,
 // $5 failure reason, $6 updated at, $7-$15 the event, $16 asset amount,
@@ -153,7 +144,7 @@ func pgSettleSQL(set, where string) string {
 ), b AS (
 	UPDATE balances SET in_progress = balances.in_progress - p.amount,
 		available = balances.available + CASE WHEN $3 = 'failed' THEN p.amount ELSE 0 END,
-		window_spent = balances.window_spent - CASE WHEN $3 = 'failed' AND balances.window_pos < p.created_at THEN p.amount ELSE 0 END
+		` + sqlcore.WindowRefund("$3 = 'failed'", "p.amount", "p.created_at") + `
 	FROM p WHERE balances.workspace_id = p.workspace_id
 	RETURNING p.workspace_id, p.payer_id, p.amount, p.created_at
 ), c AS (
@@ -174,39 +165,6 @@ func pgSettleSQL(set, where string) string {
 )
 SELECT count(*) FROM p`
 }
-
-// pgControlledCreateSQL is the rest of a create that the workspace's
-// controls sent to its policy check, once the check passed: the debit if
-// the balance covers it, with the 24-hour window's state after it, then,
-// only if it happened, what pgCreatePayoutSQL records after it and the
-// payout's hold (sqlcore.Judged). $1 workspace, $2 amount, $3 payout_id,
-// $4 payer_id, $5 created at, $6-$14 the event (eventArgs), $15-$17 the
-// window (sqlcore.Ops.WindowArgs), $18 held, $19 and $20 the event's lease
-// owner and end (NULL for none). It returns how many debits it made.
-var pgControlledCreateSQL = `WITH d AS (
-	UPDATE balances SET available = available - $2, in_progress = in_progress + $2,
-		window_pos = $15::timestamptz, window_spent = $16::bigint, window_next = $17::timestamptz
-	WHERE workspace_id = $1 AND available >= $2
-	RETURNING workspace_id
-), l AS (
-	INSERT INTO ledger_entries (` + sqlcore.LedgerCols + `)
-	SELECT workspace_id, 'payout_debit', -$2::bigint, $3::text, $6::text, $9::timestamptz FROM d
-), c AS (
-	INSERT INTO customers (workspace_id, payer_id, in_progress, first_seen_at)
-	SELECT workspace_id, $4::text, $2::bigint, $5::timestamptz FROM d
-	ON CONFLICT (workspace_id, payer_id) DO UPDATE SET in_progress = customers.in_progress + EXCLUDED.in_progress
-), n AS (
-	` + pgAddDay("d", "$5::timestamptz") + `
-), e AS (
-	` + pgCreatedEventInsert("d", 6, 19, 20) + `
-), h AS (
-	UPDATE payouts SET approval = 'pending', handoff_owner = NULL, handoff_lease_until = NULL
-	WHERE workspace_id = (SELECT workspace_id FROM d) AND payout_id = $3 AND $18::boolean
-), q AS (
-	INSERT INTO payout_handoffs (seq)
-	SELECT seq FROM payouts WHERE workspace_id = (SELECT workspace_id FROM d) AND payout_id = $3
-)
-SELECT count(*) FROM d`
 
 // pgMarkOrderPaidSQL: $1 workspace, $2 order_id, $3 paid at, $4 updated at,
 // $5-$13 the event; it returns how many orders it marked paid. An order

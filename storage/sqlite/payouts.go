@@ -17,26 +17,6 @@ const (
 	insertPayoutSQL = `INSERT INTO payouts (` + sqlcore.PayoutCols + `, ` + sqlcore.PayoutLeaseCols + `)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 		ON CONFLICT (workspace_id, payout_id) DO NOTHING`
-	// The no-overdraft rule: the debit happens only if it leaves the
-	// available balance at zero or above. It happens only while the
-	// workspace has no payout controls; otherwise the create's policy check
-	// runs first, then controlledDebitSQL.
-	debitSQL = `UPDATE balances SET available = available - $2, in_progress = in_progress + $2
-		WHERE workspace_id = $1 AND available >= $2 AND controls = 0`
-	// controlledDebitSQL is the debit of a create its policy judged
-	// (sqlcore.JudgeCreate), with the 24-hour window's state after it: $3-$5
-	// (sqlcore.Ops.WindowArgs).
-	controlledDebitSQL = `UPDATE balances SET available = available - $2, in_progress = in_progress + $2,
-			window_pos = $3, window_spent = $4, window_next = $5
-		WHERE workspace_id = $1 AND available >= $2`
-	// fastDebitSQL is the debit of a create judged from memory
-	// (sqlcore.Fast): $3 the controls' version, $4 the daily limit, $5
-	// the payout's creation, $6 now-24h, $7 that less sqlcore.WindowLag.
-	fastDebitSQL = `UPDATE balances SET available = available - $2, in_progress = in_progress + $2,
-			window_spent = window_spent + CASE WHEN window_pos IS NULL THEN 0 ELSE $2 END,
-			window_next = CASE WHEN window_pos IS NULL OR window_next < $5 THEN window_next ELSE $5 END
-		WHERE workspace_id = $1 AND available >= $2 AND (controls = 0 OR controls_version = $3)
-			AND (window_pos IS NULL OR window_pos < $5 AND window_spent + $2 <= $4 AND (window_next IS NULL OR window_next > $6 OR window_pos >= $7))`
 	insertLedgerSQL = `INSERT INTO ledger_entries (` + sqlcore.LedgerCols + `) VALUES ($1, $2, $3, $4, $5, $6)`
 	// SettlePayout: the conditional status change, then the balance.
 	settlePayoutSQL = `UPDATE payouts SET status = $3, txid = $4, failure_reason = $5, updated_at = $6, asset_amount = $7, network_fee = $8
@@ -45,12 +25,6 @@ const (
 	rejectPayoutSQL = `UPDATE payouts SET status = $3, txid = $4, failure_reason = $5, updated_at = $6, asset_amount = $7, network_fee = $8,
 		approval = 'rejected'
 		WHERE workspace_id = $1 AND payout_id = $2 AND status = 'submitted' AND approval = 'pending' RETURNING amount, payer_id, created_at`
-	// settleBalanceSQL: $2 the amount, $3 the refund (the amount of a
-	// failed payout, else 0), $4 its creation: a failed payout the 24-hour
-	// window holds leaves it.
-	settleBalanceSQL = `UPDATE balances SET in_progress = in_progress - $2, available = available + $3,
-			window_spent = window_spent - CASE WHEN $3 <> 0 AND window_pos < $4 THEN $2 ELSE 0 END
-		WHERE workspace_id = $1`
 	// The customer totals: $1 workspace, $2 payer_id, $3-$5 what to add to
 	// paid_in, paid_out and in_progress (a settlement's is negative), $6 the
 	// time of the movement, the customer's first if it is new. A new row
@@ -64,6 +38,23 @@ const (
 	// the balance did not cover, so that the refusal leaves nothing changed.
 	deletePayoutSQL = `DELETE FROM payouts WHERE workspace_id = $1 AND payout_id = $2`
 )
+
+// debitSQL is the debit of every create, the store's one statement of the
+// no-overdraft rule and of the 24-hour limit (sqlcore.Debit): $1 workspace,
+// $2 amount, $3 the payout's creation, $4-$11 how the create was judged
+// (sqlcore.Ops.DebitArgs).
+var debitSQL = func() string {
+	set, where := sqlcore.Debit(func(n int, _ string) string { return fmt.Sprintf("$%d", n) }, "$2", "$3", 4)
+	return `UPDATE balances SET ` + set + `
+		WHERE workspace_id = $1 AND ` + where
+}()
+
+// settleBalanceSQL: $2 the amount, $3 the refund (the amount of a failed
+// payout, else 0), $4 its creation: a failed payout the 24-hour window holds
+// leaves it.
+var settleBalanceSQL = `UPDATE balances SET in_progress = in_progress - $2, available = available + $3,
+		` + sqlcore.WindowRefund("$3 <> 0", "$2", "$4") + `
+	WHERE workspace_id = $1`
 
 // insertEventSQL takes $1 workspace_id and $2-$10 the event's columns
 // (sqlcore.EventArgs); see sqlcore.EventValues.
@@ -108,38 +99,28 @@ type createPayoutOp struct {
 }
 
 func (op *createPayoutOp) run(ctx context.Context, tx *sql.Tx) error {
+	inserted, err := op.s.insertPayout(ctx, tx, op.p, op.lease)
+	switch {
+	case err != nil:
+		return err
+	case !inserted:
+		return op.finish(ctx, tx, false, false)
+	}
+	var fast *sqlcore.Fast
 	if op.s.ops.Controlled(op.p.WorkspaceID) {
-		inserted, err := op.s.insertPayout(ctx, tx, op.p, op.lease)
-		switch {
-		case err != nil:
-			return err
-		case !inserted:
-			return op.finish(ctx, tx, false, false)
-		}
-		fast, ok := op.s.ops.Fast(op.p)
+		// Its last create found controls: judged from memory if it can
+		// be, else by the database before its debit is tried.
+		f, ok := op.s.ops.Fast(op.p)
 		if !ok {
 			return op.controlled(ctx, tx, false)
 		}
-		res, err := op.s.st.exec(ctx, tx, fastDebitSQL, op.p.WorkspaceID, int64(op.p.Amount), fast.Version, fast.Limit, ts(op.p.CreatedAt), fast.Cutoff, fast.Stale)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return op.controlled(ctx, tx, true)
-		}
-		if err := op.s.afterDebit(ctx, tx, op.p, op.ev, op.lease); err != nil {
-			return err
-		}
-		op.stored, op.created = op.p, true
-		return nil
+		fast = &f
 	}
-	inserted, debited, err := op.s.createPayout(ctx, tx, op.p, op.ev, op.lease)
+	debited, err := op.s.debit(ctx, tx, op.p, fast, nil)
 	if err != nil {
 		return err
 	}
-	return op.finish(ctx, tx, inserted, debited)
+	return op.finish(ctx, tx, true, debited)
 }
 
 // finish decides the create once its statements ran in tx: a payout
@@ -160,13 +141,16 @@ func (op *createPayoutOp) finish(ctx context.Context, tx *sql.Tx, inserted, debi
 		// policy judges the payout first, then the balance.
 		return op.controlled(ctx, tx, true)
 	}
+	if err := op.s.afterDebit(ctx, tx, op.p, op.ev, op.lease); err != nil {
+		return err
+	}
 	op.stored, op.created = op.p, true
 	return nil
 }
 
 // controlled finishes a create whose payout is inserted but not debited,
 // judging it by the workspace's controls before the balance does: after a
-// plain debit that was refused (debitTried: by the balance alone, or by the
+// debit that was refused (debitTried: by the balance alone, or by the
 // controls), or first, where the workspace's last create found controls. A
 // refusal leaves nothing changed (no savepoint takes the inserted payout
 // back): it deletes the payout.
@@ -183,40 +167,34 @@ func (op *createPayoutOp) controlled(ctx context.Context, tx *sql.Tx, debitTried
 		if debitTried {
 			return refuse(payoutkit.ErrInsufficientBalance)
 		}
-		debited, err := op.s.debit(ctx, tx, op.p, op.ev, op.lease)
-		switch {
-		case err != nil:
-			return err
-		case !debited:
-			return refuse(payoutkit.ErrInsufficientBalance)
-		}
-		op.stored, op.created = op.p, true
-		return nil
+		j = nil // not judged: debited only without controls
 	case sqlcore.Refusal(err):
 		return refuse(err)
 	case err != nil:
 		return err
 	}
-	res, err := op.s.st.exec(ctx, tx, controlledDebitSQL, append([]any{op.p.WorkspaceID, int64(op.p.Amount)}, op.s.ops.WindowArgs(j.Window)...)...)
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n == 0 {
-		return refuse(payoutkit.ErrInsufficientBalance)
-	}
 	p, ev := op.p, op.ev
-	if p.Approval = j.Approval; p.Approval == payoutkit.ApprovalPending {
-		if ev, err = ev.WithPayout(p); err != nil {
-			return err
+	if j != nil {
+		if p.Approval = j.Approval; p.Approval == payoutkit.ApprovalPending {
+			if ev, err = ev.WithPayout(p); err != nil {
+				return err
+			}
 		}
+	}
+	debited, err := op.s.debit(ctx, tx, p, nil, j)
+	switch {
+	case err != nil:
+		return err
+	case !debited:
+		return refuse(payoutkit.ErrInsufficientBalance)
 	}
 	if err := op.s.afterDebit(ctx, tx, p, ev, op.lease); err != nil {
 		return err
 	}
-	if err := j.Record(ctx, tx); err != nil {
-		return err
+	if j != nil {
+		if err := j.Record(ctx, tx); err != nil {
+			return err
+		}
 	}
 	op.stored, op.created = p, true
 	return nil
@@ -227,15 +205,6 @@ func (op *createPayoutOp) result(ctx context.Context, err error) (payoutkit.Payo
 		return payoutkit.Payout{}, false, translate(ctx, "create payout", err)
 	}
 	return op.stored, op.created, nil
-}
-
-// createPayout runs CreatePayout's statements in tx.
-func (s *Store) createPayout(ctx context.Context, tx *sql.Tx, p payoutkit.Payout, ev payoutkit.Event, lease payoutkit.Lease) (inserted, debited bool, err error) {
-	if inserted, err = s.insertPayout(ctx, tx, p, lease); err != nil || !inserted {
-		return inserted, false, err
-	}
-	debited, err = s.debit(ctx, tx, p, ev, lease)
-	return true, debited, err
 }
 
 // insertPayout inserts p, its hand-off leased as lease says, unless its id
@@ -250,17 +219,16 @@ func (s *Store) insertPayout(ctx context.Context, tx *sql.Tx, p payoutkit.Payout
 	return n > 0, err
 }
 
-// debit takes the inserted payout p from a balance that covers it, in a
-// workspace without payout controls, and records it (afterDebit).
-func (s *Store) debit(ctx context.Context, tx *sql.Tx, p payoutkit.Payout, ev payoutkit.Event, lease payoutkit.Lease) (bool, error) {
-	res, err := s.st.exec(ctx, tx, debitSQL, p.WorkspaceID, int64(p.Amount))
+// debit takes the inserted payout p from its balance (debitSQL), judged as
+// fast or j says (neither: not judged), and reports whether it did.
+func (s *Store) debit(ctx context.Context, tx *sql.Tx, p payoutkit.Payout, fast *sqlcore.Fast, j *sqlcore.Judged) (bool, error) {
+	args := append([]any{p.WorkspaceID, int64(p.Amount), ts(p.CreatedAt)}, s.ops.DebitArgs(fast, j)...)
+	res, err := s.st.exec(ctx, tx, debitSQL, args...)
 	if err != nil {
 		return false, err
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return false, err
-	}
-	return true, s.afterDebit(ctx, tx, p, ev, lease)
+	n, err := res.RowsAffected()
+	return n > 0, err
 }
 
 // afterDebit records a debited payout's day counter, customer movement,

@@ -143,7 +143,7 @@ var (
 	preparedWrites = []string{insertPayoutSQL, debitSQL, insertLedgerSQL, insertEventSQL, insertCreatedEventSQL,
 		settlePayoutSQL, settleBalanceSQL, sqlcore.AddPayoutDaySQL, sqlcore.SettlePayoutDaySQL, insertOrderSQL, payOrderSQL, creditSQL, moveCustomerSQL,
 		savepointSQL, releaseSQL, rollbackToSQL, recordAttemptSQL, recordDeliveredSQL, insertAttemptSQL, markHandedOffSQL,
-		claimEventsSQL, claimHandoffsSQL, controlledDebitSQL, fastDebitSQL, rejectPayoutSQL}
+		claimEventsSQL, claimHandoffsSQL, rejectPayoutSQL}
 	preparedReads = []string{sqlcore.SelectPayoutSQL, sqlcore.SelectOrderSQL, sqlcore.BalanceSQL, sqlcore.APIKeySQL, sqlcore.WorkspaceSQL, sqlcore.APIKeyBalanceSQL}
 )
 

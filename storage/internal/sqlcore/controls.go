@@ -44,8 +44,10 @@ import (
 // the answer.
 //
 // Payouts of workspaces without controls never read any of this: their
-// debit carries "controls = false" (balances.controls, kept with the
-// policy), and only a debit refused by it reads the policy.
+// debit carries no version, so it happens only while balances.controls
+// (kept with the policy) is false, and only a debit refused by it reads the
+// policy. All three (not judged, judged from memory, judged by
+// JudgeCreate) are the same debit (Debit), told apart by its arguments.
 
 // policyCols are payout_policies' columns after workspace_id.
 const policyCols = `max_payout, daily_limit, approval_over, address_allowlist, cooling_off`
@@ -156,8 +158,8 @@ type Window struct {
 func (o *Ops) WindowArgs(w Window) []any { return []any{o.c.TS(w.Pos), w.Spent, o.c.TS(w.Next)} }
 
 // Judged is a create that passed the policy: its hold, and the window's
-// state once it is debited, which the store's controlled debit writes
-// (WindowArgs) with the balance.
+// state once it is debited, which the store's debit writes with the
+// balance (DebitArgs).
 type Judged struct {
 	Approval payoutkit.Approval
 	Window   Window
@@ -355,7 +357,7 @@ func (o *Ops) fillWindow(ctx context.Context, tx *sql.Tx, workspaceID, except st
 }
 
 // Record writes what the policy keeps of the debited payout that its
-// controlled debit did not: its hold.
+// debit did not: its hold.
 func (j *Judged) Record(ctx context.Context, tx *sql.Tx) error {
 	if j.Approval != payoutkit.ApprovalPending {
 		return nil
