@@ -45,7 +45,7 @@ func (s *Store) MarkOrderPaid(ctx context.Context, o payoutkit.Order, ev payoutk
 		err := tx.QueryRowContext(ctx, pgMarkOrderPaidSQL, args...).Scan(&n)
 		paid = n == 1
 		return err
-	})
+	}, nil)
 	if err != nil {
 		return translate(ctx, "mark order paid", err)
 	}

@@ -41,7 +41,7 @@ func (s *Store) RecordAttempt(ctx context.Context, owner string, a payoutkit.Del
 		args = append(args, a.Attempt, ts(a.At), a.StatusCode, int64(a.Latency), sqlcore.CleanText(a.Error), sqlcore.CleanText(a.ResponseHead))
 	}
 	var recorded bool
-	err := s.w.WritePiped(ctx, "", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.w.Write(ctx, "", func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
 			return err

@@ -29,7 +29,7 @@ func eventArgs(ev payoutkit.Event) []any  { return sqlcore.EventArgs(ev, ts) }
 func (s *Store) CreatePayout(ctx context.Context, p payoutkit.Payout, ev payoutkit.Event, lease payoutkit.Lease) (payoutkit.Payout, bool, error) {
 	p.Approval = payoutkit.ApprovalNone // as the payout is inserted; its policy check may hold it
 	op := &createPayoutOp{s: s, p: p, ev: ev, lease: lease}
-	stored, created, err := op.result(ctx, s.w.WritePiped(ctx, p.WorkspaceID, op.run, op.pipe()))
+	stored, created, err := op.result(ctx, s.w.Write(ctx, p.WorkspaceID, op.run, op.pipe()))
 	if created && err == nil && lease.Owner == "" {
 		s.w.Committed()
 	}
@@ -217,7 +217,7 @@ func (s *Store) settle(ctx context.Context, op, query string, p payoutkit.Payout
 			return err
 		}
 		return s.ops.AppendLog(ctx, tx, *log)
-	})
+	}, nil)
 	if err != nil {
 		return translate(ctx, op, err)
 	}
@@ -279,7 +279,7 @@ SELECT count(*) FROM p`
 func (s *Store) MarkPayoutHandedOff(ctx context.Context, l payoutkit.PayoutLease, at time.Time) error {
 	args := []any{l.WorkspaceID, l.PayoutID, ts(at), l.Owner, l.Token}
 	var marked int
-	err := s.w.WritePiped(ctx, "", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.w.Write(ctx, "", func(ctx context.Context, tx *sql.Tx) error {
 		return tx.QueryRowContext(ctx, markHandedOffSQL, args...).Scan(&marked)
 	}, &pgPipe{query: markHandedOffSQL, args: args, read: func(br pgx.BatchResults) (txFunc, error) {
 		return nil, br.QueryRow().Scan(&marked)

@@ -21,10 +21,9 @@ type writer interface {
 	// Write runs fn as one atomic write in the next batch of the committer
 	// of workspace key ("" for none); fn's error undoes its changes and is
 	// returned as is. fn must change nothing when it refuses (see txFunc).
-	Write(ctx context.Context, key string, fn txFunc) error
-	// WritePiped is Write for a write that pipe runs as one statement,
-	// pipelined with the other writes of its batch.
-	WritePiped(ctx context.Context, key string, fn txFunc, pipe *pgPipe) error
+	// pipe, when not nil, is the same write as one statement, which the
+	// committer sends pipelined with the other writes of its batch.
+	Write(ctx context.Context, key string, fn txFunc, pipe *pgPipe) error
 	// Claim runs a claiming statement, under pgClaimSettings when pinPlan
 	// is set, and hands its rows to read, which must consume and close
 	// them.
@@ -48,11 +47,10 @@ var (
 // write in a savepoint of it, with the caller's context.
 type callerWriter struct{ sqlcore.CallerTx }
 
-func (c callerWriter) Write(ctx context.Context, _ string, fn txFunc) error {
-	return c.CallerTx.Write(ctx, fn)
-}
-
-func (c callerWriter) WritePiped(ctx context.Context, _ string, fn txFunc, _ *pgPipe) error {
+// Write runs fn in a savepoint of the caller's transaction. A caller's
+// transaction has no committer to choose (key) and no batch to pipeline
+// with (pipe): fn is the write.
+func (c callerWriter) Write(ctx context.Context, _ string, fn txFunc, _ *pgPipe) error {
 	return c.CallerTx.Write(ctx, fn)
 }
 
@@ -104,11 +102,7 @@ func (d *db) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return sqlcore.RunInTx(detach(ctx), d.sqldb, fn)
 }
 
-func (d *db) Write(ctx context.Context, key string, fn txFunc) error {
-	return d.committerFor(key).submit(ctx, key, fn, nil)
-}
-
-func (d *db) WritePiped(ctx context.Context, key string, fn txFunc, pipe *pgPipe) error {
+func (d *db) Write(ctx context.Context, key string, fn txFunc, pipe *pgPipe) error {
 	return d.committerFor(key).submit(ctx, key, fn, pipe)
 }
 
@@ -122,7 +116,7 @@ func (s *Store) execWrite(ctx context.Context, key, query string, args ...any) (
 		res, err = tx.ExecContext(ctx, query, args...)
 		return err
 	}
-	err := s.w.WritePiped(ctx, key, fn, execPipe(query, args, func(n int64) { res = rowsAffected(n) }))
+	err := s.w.Write(ctx, key, fn, execPipe(query, args, func(n int64) { res = rowsAffected(n) }))
 	return res, err
 }
 
