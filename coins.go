@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/payoutkit/payoutkit/address"
+	"github.com/payoutkit/payoutkit/internal/textcheck"
 )
 
 // Coin is one payout option: a ticker on a network. A payout names one, and
@@ -77,11 +78,11 @@ func newCoinTable(coins []Coin, extra map[string]func(string) error) (coinTable,
 		validators: make(map[string]func(string) error),
 	}
 	for n, f := range extra {
-		t.validators[upperASCII(n)] = f
+		t.validators[textcheck.UpperASCII(n)] = f
 	}
 	var errs []error
 	for _, c := range coins {
-		net := upperASCII(c.Network)
+		net := textcheck.UpperASCII(c.Network)
 		if c.Ticker == "" || c.Network == "" {
 			errs = append(errs, fmt.Errorf("payoutkit: coin %+v needs a ticker and a network", c))
 			continue
@@ -106,7 +107,7 @@ func newCoinTable(coins []Coin, extra map[string]func(string) error) (coinTable,
 			errs = append(errs, fmt.Errorf("payoutkit: coin %s on %s: min_amount %s is above max_amount %s", c.Ticker, c.Network, c.MinAmount, c.MaxAmount))
 			continue
 		}
-		if _, dup := t.byPair[upperASCII(c.Ticker)+"/"+net]; dup {
+		if _, dup := t.byPair[textcheck.UpperASCII(c.Ticker)+"/"+net]; dup {
 			errs = append(errs, fmt.Errorf("payoutkit: coin %s on %s is listed twice", c.Ticker, c.Network))
 			continue
 		}
@@ -118,8 +119,8 @@ func newCoinTable(coins []Coin, extra map[string]func(string) error) (coinTable,
 			}
 			t.validators[net] = v
 		}
-		t.byPair[upperASCII(c.Ticker)+"/"+net] = c
-		t.tickers[upperASCII(c.Ticker)] = true
+		t.byPair[textcheck.UpperASCII(c.Ticker)+"/"+net] = c
+		t.tickers[textcheck.UpperASCII(c.Ticker)] = true
 		t.list = append(t.list, c)
 	}
 	return t, errors.Join(errs...)
@@ -132,7 +133,7 @@ func (t coinTable) check(v *validation, asset, network, addr string) Coin {
 	switch {
 	case asset == "":
 		v.add("asset", "is required")
-	case !t.tickers[upperASCII(asset)]:
+	case !t.tickers[textcheck.UpperASCII(asset)]:
 		v.add("asset", "is not a payout coin (see GET /v1/coins)")
 	}
 	if network == "" {
@@ -144,12 +145,12 @@ func (t coinTable) check(v *validation, asset, network, addr string) Coin {
 	if len(v.fields) > bad {
 		return Coin{}
 	}
-	c, ok := t.byPair[upperASCII(asset)+"/"+upperASCII(network)]
+	c, ok := t.byPair[textcheck.UpperASCII(asset)+"/"+textcheck.UpperASCII(network)]
 	if !ok {
-		v.add("network", fmt.Sprintf("is not offered for asset %s (see GET /v1/coins)", upperASCII(asset)))
+		v.add("network", fmt.Sprintf("is not offered for asset %s (see GET /v1/coins)", textcheck.UpperASCII(asset)))
 		return Coin{}
 	}
-	if err := t.validators[upperASCII(c.Network)](addr); err != nil {
+	if err := t.validators[textcheck.UpperASCII(c.Network)](addr); err != nil {
 		v.add("address", "is not a valid "+c.Network+" address")
 	}
 	return c
@@ -159,8 +160,8 @@ func (t coinTable) check(v *validation, asset, network, addr string) Coin {
 // case-insensitively) and its address rule.
 func (t coinTable) network(name string) (string, func(string) error, bool) {
 	for _, c := range t.list {
-		if upperASCII(c.Network) == upperASCII(name) {
-			return c.Network, t.validators[upperASCII(c.Network)], true
+		if textcheck.UpperASCII(c.Network) == textcheck.UpperASCII(name) {
+			return c.Network, t.validators[textcheck.UpperASCII(c.Network)], true
 		}
 	}
 	return "", nil, false
@@ -179,19 +180,6 @@ func checkLimits(v *validation, c Coin, amount Amount) {
 
 // coin returns the row of a stored payout's asset and network.
 func (t coinTable) coin(asset, network string) (Coin, bool) {
-	c, ok := t.byPair[upperASCII(asset)+"/"+upperASCII(network)]
+	c, ok := t.byPair[textcheck.UpperASCII(asset)+"/"+textcheck.UpperASCII(network)]
 	return c, ok
-}
-
-// upperASCII upper-cases the ASCII letters of s and nothing else: tickers
-// and networks match case-insensitively in ASCII only, so that no Unicode
-// look-alike ("Uſdt", whose ſ folds to s) names a coin.
-func upperASCII(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'a' <= c && c <= 'z' {
-			b[i] = c - 'a' + 'A'
-		}
-	}
-	return string(b)
 }

@@ -18,29 +18,35 @@ var unwantedDeps = []string{
 	"github.com/jackc/pgx",
 }
 
-// A program that imports the engine, the in-memory and SQLite stores, the
-// HTTP API and the portal builds none of unwantedDeps: those belong to the
-// examples' module, to tests, or to the PostgreSQL store alone.
-func TestEmbeddingPullsNoExtraDependencies(t *testing.T) {
+// depsOf lists the packages a program importing pkgs builds, one a line,
+// skipping the test without the go command.
+func depsOf(t *testing.T, pkgs ...string) []string {
+	t.Helper()
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("the go command is not on PATH")
 	}
-	embedded := []string{
+	out, err := exec.CommandContext(t.Context(), goCmd, append([]string{"list", "-deps"}, pkgs...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	return strings.Fields(string(out))
+}
+
+// A program that imports the engine, the in-memory and SQLite stores, the
+// HTTP API and the portal builds none of unwantedDeps: those belong to the
+// examples' module, to tests, or to the PostgreSQL store alone.
+func TestEmbeddingPullsNoExtraDependencies(t *testing.T) {
+	for _, pkg := range depsOf(t,
 		"github.com/payoutkit/payoutkit",
 		"github.com/payoutkit/payoutkit/storage/memstore",
 		"github.com/payoutkit/payoutkit/storage/sqlite",
 		"github.com/payoutkit/payoutkit/httpserver",
 		"github.com/payoutkit/payoutkit/portal",
-	}
-	out, err := exec.CommandContext(t.Context(), goCmd, append([]string{"list", "-deps"}, embedded...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list -deps: %v\n%s", err, out)
-	}
-	for pkg := range strings.Lines(string(out)) {
+	) {
 		for _, bad := range unwantedDeps {
 			if strings.HasPrefix(pkg, bad) {
-				t.Errorf("an embedding program builds %s", strings.TrimSpace(pkg))
+				t.Errorf("an embedding program builds %s", pkg)
 			}
 		}
 	}
@@ -50,23 +56,13 @@ func TestEmbeddingPullsNoExtraDependencies(t *testing.T) {
 // API) builds nothing of staff identity: neither package staff nor the
 // TOTP library it uses.
 func TestEmbeddingWithoutPortalPullsNoStaffIdentity(t *testing.T) {
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("the go command is not on PATH")
-	}
-	embedded := []string{
+	for _, pkg := range depsOf(t,
 		"github.com/payoutkit/payoutkit",
 		"github.com/payoutkit/payoutkit/storage/memstore",
 		"github.com/payoutkit/payoutkit/storage/sqlite",
 		"github.com/payoutkit/payoutkit/storage/postgres",
 		"github.com/payoutkit/payoutkit/httpserver",
-	}
-	out, err := exec.CommandContext(t.Context(), goCmd, append([]string{"list", "-deps"}, embedded...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list -deps: %v\n%s", err, out)
-	}
-	for pkg := range strings.Lines(string(out)) {
-		pkg = strings.TrimSpace(pkg)
+	) {
 		if pkg == "github.com/payoutkit/payoutkit/staff" || strings.HasPrefix(pkg, "github.com/pquerna/otp") {
 			t.Errorf("a program without the portal builds %s", pkg)
 		}

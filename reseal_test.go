@@ -1,8 +1,6 @@
 package payoutkit_test
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
@@ -12,21 +10,6 @@ import (
 	"github.com/payoutkit/payoutkit/seal"
 	"github.com/payoutkit/payoutkit/storage/memstore"
 )
-
-func newSealKey(t testing.TB) seal.Key {
-	t.Helper()
-	k, err := seal.ParseKey(base64.StdEncoding.EncodeToString(randomBytes(32)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-func randomBytes(n int) []byte {
-	b := make([]byte, n)
-	rand.Read(b)
-	return b
-}
 
 func newRing(t testing.TB, current seal.Key, previous ...seal.Key) *seal.KeyRing {
 	t.Helper()
@@ -51,7 +34,7 @@ func wantSealErr(t *testing.T, err, target error) {
 // The engine stores sealed secrets and hands out plain ones: at creation,
 // on read, and at rotation.
 func TestEngineSealsWebhookSecrets(t *testing.T) {
-	k1 := newSealKey(t)
+	k1 := seal.NewKey()
 	store := memstore.New()
 	eng, err := payoutkit.New(store, &payoutkit.Config{PasswordCost: 4, SecretKeys: newRing(t, k1)})
 	if err != nil {
@@ -118,7 +101,7 @@ func TestEngineSealsWebhookSecrets(t *testing.T) {
 // the old key are both resealed with the new key; then the old key can go.
 func TestResealWebhookSecrets(t *testing.T) {
 	ctx := t.Context()
-	k1, k2 := newSealKey(t), newSealKey(t)
+	k1, k2 := seal.NewKey(), seal.NewKey()
 	store := memstore.New()
 	engine := func(keys *seal.KeyRing) *payoutkit.Engine {
 		e, err := payoutkit.New(store, &payoutkit.Config{PasswordCost: 4, SecretKeys: keys})
@@ -156,9 +139,9 @@ func TestResealWebhookSecrets(t *testing.T) {
 	}
 
 	// A secret whose key is gone is reported, and the others are resealed.
-	k3 := newSealKey(t)
+	k3 := seal.NewKey()
 	lost, _ := engine(newRing(t, k3)).CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Lost key"})
-	rep, err = engine(newRing(t, newSealKey(t), k2)).ResealWebhookSecrets(ctx)
+	rep, err = engine(newRing(t, seal.NewKey(), k2)).ResealWebhookSecrets(ctx)
 	if !errors.Is(err, seal.ErrKeyMissing) || rep.Resealed != 3 || len(rep.Failed) != 1 || rep.Failed[0].WorkspaceID != lost.Workspace.ID {
 		t.Fatalf("reseal with a lost key: %+v, %v", rep, err)
 	}

@@ -85,6 +85,14 @@ type Key struct {
 	Key []byte
 }
 
+// NewKey returns a new random key (KeySize bytes from crypto/rand) with
+// its derived id.
+func NewKey() Key {
+	key := make([]byte, KeySize)
+	rand.Read(key) // never returns an error; crashes the program if the OS fails
+	return Key{ID: KeyID(key), Key: key}
+}
+
 // KeyID derives a key's id from the key: 16 hex digits of an HMAC-SHA256
 // keyed with it, which tell keys apart without revealing anything of them.
 func KeyID(key []byte) string {

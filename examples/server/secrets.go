@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -171,9 +170,7 @@ func readKeyFile(path string) (seal.Key, error) {
 // instance initialising the same database made it first). made reports
 // which. The file appears whole or not at all.
 func makeKeyFile(path string) (k seal.Key, made bool, err error) {
-	raw := make([]byte, seal.KeySize)
-	rand.Read(raw)
-	encoded := base64.StdEncoding.EncodeToString(raw)
+	encoded := base64.StdEncoding.EncodeToString(seal.NewKey().Key)
 	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return seal.Key{}, false, fmt.Errorf("making the sealing key file: %w", err)

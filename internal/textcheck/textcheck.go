@@ -50,3 +50,16 @@ func hasControl(s string) bool {
 	}
 	return false
 }
+
+// UpperASCII upper-cases the ASCII letters of s and nothing else: tickers
+// and networks match case-insensitively in ASCII only, so that no Unicode
+// look-alike ("Uſdt", whose ſ folds to s) names a coin.
+func UpperASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
+}

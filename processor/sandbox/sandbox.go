@@ -100,7 +100,7 @@ func Completion(p payoutkit.Payout, coin payoutkit.Coin, txid string) payoutkit.
 	c := payoutkit.Completion{TxID: txid}
 	places := int32(max(0, min(coin.Decimals, payoutkit.MaxDecimals)))
 	for _, r := range rates {
-		if r.Ticker != upperASCII(p.Asset) {
+		if r.Ticker != textcheck.UpperASCII(p.Asset) {
 			continue
 		}
 		usd := decimal.New(int64(p.Amount), -2)
@@ -146,22 +146,10 @@ func Complete(ctx context.Context, e Engine, workspaceID, payoutID, txid string)
 	}
 	var coin payoutkit.Coin // the zero Coin when the row is no longer configured
 	for _, c := range coins {
-		if upperASCII(c.Ticker) == upperASCII(p.Asset) && upperASCII(c.Network) == upperASCII(p.Network) {
+		if textcheck.UpperASCII(c.Ticker) == textcheck.UpperASCII(p.Asset) && textcheck.UpperASCII(c.Network) == textcheck.UpperASCII(p.Network) {
 			coin = c
 			break
 		}
 	}
 	return e.CompletePayout(ctx, workspaceID, payoutID, Completion(p, coin, txid))
-}
-
-// upperASCII upper-cases the ASCII letters of s and nothing else, as the
-// engine matches tickers and networks.
-func upperASCII(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'a' <= c && c <= 'z' {
-			b[i] = c - 'a' + 'A'
-		}
-	}
-	return string(b)
 }
