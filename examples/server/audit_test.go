@@ -19,22 +19,7 @@ func TestAudit(t *testing.T) {
 	ws := decodeObject(t, mustCommand(t, "workspace", "create", "-db", db, "-name", "Acme"))["workspace_id"].(string)
 	decodeObject(t, mustCommand(t, "workspace", "create", "-db", db, "-name", "Other"))
 	ctx := context.Background()
-	engine, done, err := adminEngine(ctx, db, &syncBuffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := engine.CreateOrder(ctx, ws, payoutkit.CreateOrderRequest{OrderID: "o1", Amount: "10", PayerID: "alice"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := engine.MarkOrderPaid(ctx, ws, "o1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := engine.CreatePayout(ctx, ws, payoutkit.CreatePayoutRequest{
-		PayoutID: "po-1", Amount: "2.50", Asset: "USDT", Network: "TRON", Address: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", PayerID: "alice",
-	}); err != nil {
-		t.Fatal(err)
-	}
-	done()
+	payOutOnce(t, db, ws)
 
 	report := decodeObject(t, mustCommand(t, "audit", "-db", db))
 	wss := report["workspaces"].([]any)
@@ -79,22 +64,7 @@ func TestAuditOrphans(t *testing.T) {
 	ws := decodeObject(t, mustCommand(t, "workspace", "create", "-db", db, "-name", "Acme"))["workspace_id"].(string)
 	other := decodeObject(t, mustCommand(t, "workspace", "create", "-db", db, "-name", "Other"))["workspace_id"].(string)
 	ctx := context.Background()
-	engine, done, err := adminEngine(ctx, db, &syncBuffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := engine.CreateOrder(ctx, ws, payoutkit.CreateOrderRequest{OrderID: "o1", Amount: "10", PayerID: "alice"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := engine.MarkOrderPaid(ctx, ws, "o1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := engine.CreatePayout(ctx, ws, payoutkit.CreatePayoutRequest{
-		PayoutID: "po-1", Amount: "2.50", Asset: "USDT", Network: "TRON", Address: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", PayerID: "alice",
-	}); err != nil {
-		t.Fatal(err)
-	}
-	done()
+	payOutOnce(t, db, ws)
 	if report := decodeObject(t, mustCommand(t, "audit", "-db", db)); report["ok"] != true || len(report["orphans"].([]any)) != 0 {
 		t.Fatalf("audit before the delete %v", report)
 	}
@@ -192,5 +162,28 @@ func TestAuditOrphansPostgres(t *testing.T) {
 	}
 	if report["ok"] != false || !reflect.DeepEqual(report["orphans"], want) {
 		t.Fatalf("audit report %v; want ok false and orphans %v", report, want)
+	}
+}
+
+// payOutOnce funds the workspace with 10.00 through a paid order of alice
+// and pays her 2.50, through an engine over db that it closes again.
+func payOutOnce(t *testing.T, db, ws string) {
+	t.Helper()
+	ctx := t.Context()
+	engine, done, err := adminEngine(ctx, db, &syncBuffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	if _, _, err := engine.CreateOrder(ctx, ws, payoutkit.CreateOrderRequest{OrderID: "o1", Amount: "10", PayerID: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.MarkOrderPaid(ctx, ws, "o1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := engine.CreatePayout(ctx, ws, payoutkit.CreatePayoutRequest{
+		PayoutID: "po-1", Amount: "2.50", Asset: "USDT", Network: "TRON", Address: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", PayerID: "alice",
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
