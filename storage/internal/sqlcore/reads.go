@@ -163,13 +163,6 @@ func OutboxHealth(ctx context.Context, q Querier) (payoutkit.OutboxHealth, error
 	return h, err
 }
 
-// WorkspaceCount counts the workspaces through q.
-func WorkspaceCount(ctx context.Context, q Querier) (int, error) {
-	var n int
-	err := q.QueryRowContext(ctx, `SELECT count(*) FROM workspaces`).Scan(&n)
-	return n, err
-}
-
 // WorkspaceIDs lists the workspaces' ids through q, oldest first.
 func WorkspaceIDs(ctx context.Context, q Querier) ([]string, error) {
 	rows, err := q.QueryContext(ctx, `SELECT id FROM workspaces ORDER BY created_at, id`)
