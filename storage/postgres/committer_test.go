@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -81,31 +80,6 @@ func (e *batchEnv) audit() payoutkit.Audit {
 		e.t.Fatal(err)
 	}
 	return a
-}
-
-// hold takes the writer connection, so that the committer blocks at its
-// next BEGIN, and returns the function that gives it back.
-func (e *batchEnv) hold() (release func()) {
-	e.t.Helper()
-	conn, err := e.s.d.sqldb.Conn(e.t.Context())
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var once sync.Once
-	release = func() { once.Do(func() { conn.Close() }) }
-	e.t.Cleanup(release)
-	return release
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // On PostgreSQL the batch has no savepoints: the unknown workspace's foreign

@@ -66,17 +66,6 @@ func TestOpenErrors(t *testing.T) {
 	})
 }
 
-func openClose(t *testing.T, dsn string) {
-	t.Helper()
-	s, err := postgres.Open(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // Instances starting at once on a new database migrate it once, and all
 // of them open.
 func TestConcurrentOpen(t *testing.T) {
