@@ -8,12 +8,11 @@
 // action, so that the engine has one method per action whoever acts (an API
 // key, the command line or a staff user):
 //
-//	by, err := team.Authorize(ctx, caller, staff.RoleAdmin)
-//	if err != nil { ... }
-//	n, err := engine.RemoveAddress(ctx, caller.Session.WorkspaceID, network, addr, by)
+//	if _, err := team.Authorize(ctx, caller, staff.RoleAdmin); err != nil { ... }
+//	n, err := engine.RemoveAddress(ctx, caller.Session.WorkspaceID, network, addr, caller.Actor())
 //
 // An action that needs a fresh two-factor code takes the Actor of
-// [Team.StepUp], which the engine confirms after it has checked the
+// [Team.SteppedUp], whose step-up the engine runs after it has checked the
 // action's input and before it changes anything.
 //
 // A program that serves no portal needs none of this package.
