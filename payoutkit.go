@@ -58,6 +58,8 @@ import (
 // example, metrics) without touching the transport.
 type Service interface {
 	CreatePayout(ctx context.Context, workspaceID string, req CreatePayoutRequest) (p Payout, replayed bool, err error)
+	CreatePayoutBatch(ctx context.Context, workspaceID string, req CreatePayoutBatchRequest) (b PayoutBatch, replayed bool, err error)
+	PayoutBatch(ctx context.Context, workspaceID, batchID string) (PayoutBatch, error)
 	Payout(ctx context.Context, workspaceID, payoutID string) (Payout, error)
 	CompletePayout(ctx context.Context, workspaceID, payoutID string, c Completion) (Payout, error)
 	ListPayouts(ctx context.Context, workspaceID string, req ListPayoutsRequest) (List[Payout], error)

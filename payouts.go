@@ -44,6 +44,9 @@ type Payout struct {
 	AssetAmount, NetworkFee decimal.NullDecimal
 	CreatedAt, UpdatedAt    time.Time
 	Approval                Approval // zero: ApprovalNone
+	// BatchID names the batch that created the payout, if one did; it is
+	// not part of the contract's payout object.
+	BatchID string
 }
 
 // approval is the payout's Approval, ApprovalNone when unset.

@@ -62,6 +62,21 @@ type Store interface {
 	// as ClaimPayoutHandoffs and ClaimEvents would have; such a create is
 	// no new work for SubscribeWork.
 	CreatePayout(ctx context.Context, p Payout, ev Event, lease Lease) (stored Payout, created bool, err error)
+	// CreatePayoutBatch stores the batch b with its items applied in
+	// order, atomically: it reads a BatchCheck under the balance's lock
+	// (with the payouts already stored among the items' payout_ids) and
+	// stores what BatchCheck.Apply accepts as CreatePayout stores a payout
+	// (its debit, ledger entry, customer totals and event; no lease), with
+	// b's record and results. A taken b.BatchID changes nothing and returns
+	// the stored batch (as PayoutBatch does) with created false; a refused
+	// all-or-nothing batch stores nothing and is ErrBatchRefused with the
+	// batch as judged.
+	CreatePayoutBatch(ctx context.Context, b PayoutBatch, items []BatchItem) (stored PayoutBatch, created bool, err error)
+	// PayoutBatch returns a batch with its results in request order, each
+	// accepted item's payout as it is now.
+	PayoutBatch(ctx context.Context, workspaceID, batchID string) (PayoutBatch, error)
+	// PayoutBatches lists the workspace's batches without their results.
+	PayoutBatches(ctx context.Context, workspaceID string, page PageRequest) (Page[PayoutBatch], error)
 	// SettlePayout moves a submitted payout to p.Status with p.TxID or
 	// p.FailureReason and p.UpdatedAt, and stores ev, atomically; a failed
 	// payout's amount is credited back (payout_refund) and leaves the

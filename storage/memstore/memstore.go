@@ -54,6 +54,9 @@ type workspace struct {
 	// days counts the payouts per day of their creation
 	// (payoutkit.PayoutDay) and where they stand now, for PayoutsPerDay.
 	days map[int64]*payoutkit.DayCount
+	// batches holds the payout batches by id, batchList in creation order.
+	batches   map[string]*batch
+	batchList []*batch
 }
 
 type customer struct {
@@ -356,10 +359,17 @@ func (s *Store) CreatePayout(_ context.Context, p payoutkit.Payout, ev payoutkit
 			return payoutkit.Payout{}, false, err
 		}
 	}
+	s.insertPayout(w, p, ev, lease)
+	return p, true, nil
+}
+
+// insertPayout stores the new payout p, judged and covered by the balance,
+// with its debit, ledger entry and event ev, its work leased as lease says.
+func (s *Store) insertPayout(w *workspace, p payoutkit.Payout, ev payoutkit.Event, lease payoutkit.Lease) {
 	w.balance.Available -= p.Amount
 	w.balance.InProgress += p.Amount
 	row := &payout{Payout: p, seq: s.next()}
-	if lease.Owner != "" && approval != payoutkit.ApprovalPending {
+	if lease.Owner != "" && p.Approval != payoutkit.ApprovalPending {
 		row.leaseOwner, row.leaseUntil, row.leaseToken = lease.Owner, lease.Until, 1
 	}
 	w.payouts[p.PayoutID] = row
@@ -372,7 +382,6 @@ func (s *Store) CreatePayout(_ context.Context, p payoutkit.Payout, ev payoutkit
 	if e := s.addEvent(w, ev, lease.Owner == ""); lease.Owner != "" && e.State == payoutkit.DeliveryPending {
 		e.leaseOwner, e.leaseUntil = lease.Owner, lease.Until
 	}
-	return p, true, nil
 }
 
 // SettlePayout implements payoutkit.Store.
