@@ -68,6 +68,13 @@ type Service interface {
 	AddAddress(ctx context.Context, workspaceID, network, addr, label string, by payoutkit.Actor) (payoutkit.AddressEntry, error)
 	RemoveAddress(ctx context.Context, workspaceID, network, addr string, by payoutkit.Actor) (int, error)
 	SetPayoutPolicy(ctx context.Context, workspaceID string, patch payoutkit.PolicyPatch, by payoutkit.Actor) (payoutkit.PayoutPolicy, error)
+	// Mass payouts (contract, section 12), for admins: the portal checks a
+	// file's rows before it offers to create them.
+	CheckPayoutBatch(req payoutkit.CreatePayoutBatchRequest) error
+	CreatePayoutBatch(ctx context.Context, workspaceID string, req payoutkit.CreatePayoutBatchRequest) (payoutkit.PayoutBatch, bool, error)
+	PayoutBatch(ctx context.Context, workspaceID, batchID string) (payoutkit.PayoutBatch, error)
+	PayoutBatches(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.PayoutBatch], error)
+
 	// The security log.
 	SecurityLog(ctx context.Context, workspaceID string, page payoutkit.PageRequest) (payoutkit.Page[payoutkit.SecurityLogEntry], error)
 }
@@ -167,6 +174,11 @@ func New(svc Service, team Team, opts Options) *Handler {
 	mux.Handle("GET /withdrawals", h.signedIn(h.withdrawals))
 	mux.Handle("GET /withdrawals.csv", h.signedIn(h.withdrawalsCSV))
 	mux.Handle("GET /withdrawals/{payout_id}", h.signedIn(h.withdrawal))
+	// The batch pages: "batch" is never a payout_id here, the literal
+	// segment being the more specific pattern.
+	mux.Handle("GET /withdrawals/batch", h.signedIn(h.role(admin, h.batchPage)))
+	mux.Handle("POST /withdrawals/batch", h.uploadForm(admin, h.batchPost))
+	mux.Handle("GET /withdrawals/batch/{batch_id}", h.signedIn(h.batchResult))
 	mux.Handle("GET /customers", h.signedIn(h.customers))
 	mux.Handle("GET /settings", http.RedirectHandler("/settings/developer", http.StatusSeeOther))
 	mux.Handle("GET /settings/developer", h.signedIn(h.developer))

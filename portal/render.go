@@ -27,7 +27,7 @@ var templateFiles embed.FS
 var pageNames = []string{
 	"login", "error", "dashboard", "payments", "withdrawals", "withdrawal", "customers", "developer", "confirm", "password",
 	"login2fa", "security", "team", "addresses", "policy",
-	"securitylog",
+	"securitylog", "batch", "batchresult",
 }
 
 type pages struct{ byName map[string]*template.Template }
@@ -65,6 +65,7 @@ var funcs = template.FuncMap{
 	// meant: an address alone, or a CIDR range.
 	"allowip": payoutkit.FormatAllowIP,
 	"sub":     func(a, b int) int { return a - b },
+	"add":     func(a, b int) int { return a + b },
 	// details lists a security log entry's details by key, so that
 	// every entry reads in the same order.
 	"details": func(d map[string]string) []detail {

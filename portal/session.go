@@ -43,6 +43,25 @@ type request struct {
 // goes to the sign-in page (coming back here after it) and a POST changes
 // nothing. A signed-in POST must carry the session's CSRF token.
 func (h *Handler) signedIn(page func(http.ResponseWriter, *request)) http.Handler {
+	return h.session(func(w http.ResponseWriter, r *request) {
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+			if err := r.ParseForm(); err != nil {
+				h.renderError(w, r.Request, http.StatusBadRequest, "The form could not be read.")
+				return
+			}
+			if !sameToken(r.PostForm.Get("csrf_token"), r.csrf) {
+				h.forbidden(w, r.Request)
+				return
+			}
+		}
+		page(w, r)
+	})
+}
+
+// session wraps a page that needs a session, as signedIn does, leaving a
+// POST's body to the page (uploadForm reads it).
+func (h *Handler) session(page func(http.ResponseWriter, *request)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := r.Cookie(SessionCookie)
 		var s payoutkit.StaffSession
@@ -75,17 +94,6 @@ func (h *Handler) signedIn(page func(http.ResponseWriter, *request)) http.Handle
 			}
 			if ws.RequireTwoFactor {
 				http.Redirect(w, r, "/settings/security", http.StatusSeeOther)
-				return
-			}
-		}
-		if r.Method == http.MethodPost {
-			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-			if err := r.ParseForm(); err != nil {
-				h.renderError(w, r, http.StatusBadRequest, "The form could not be read.")
-				return
-			}
-			if !sameToken(r.PostForm.Get("csrf_token"), req.csrf) {
-				h.forbidden(w, r)
 				return
 			}
 		}
