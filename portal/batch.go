@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -293,7 +294,13 @@ func (h *Handler) preview(v *batchView, file batchcsv.File) bool {
 				v.Fields.add("form", sentenceOf(fe.Field+" "+fe.Message))
 			case spoilt[row] || flagged[fe.Field]:
 			default:
-				v.Rows[row].Problems = append(v.Rows[row].Problems, problemText(column, fe.Message))
+				msg := itemRef.ReplaceAllStringFunc(fe.Message, func(ref string) string {
+					if i, _, ok := itemField(ref+".", len(v.Rows)); ok {
+						return "line " + strconv.Itoa(v.Rows[i].Line)
+					}
+					return ref
+				})
+				v.Rows[row].Problems = append(v.Rows[row].Problems, problemText(column, msg))
 			}
 		}
 		if len(e.Fields) == 0 {
@@ -321,6 +328,10 @@ func (h *Handler) preview(v *batchView, file batchcsv.File) bool {
 	v.CSV = buf.String()
 	return true
 }
+
+// itemRef is an engine message's reference to another item
+// ("is also payouts[0]'s"), which the preview names by its line.
+var itemRef = regexp.MustCompile(`payouts\[\d+\]`)
 
 // itemField splits an engine field path "payouts[3].address" into the
 // item's index (below n) and its field.
