@@ -44,7 +44,7 @@ var groups = []struct{ name, summary string }{
 	{"webhook", "a workspace's webhook destination and events"},
 	{"staff", "a workspace's staff portal logins"},
 	{"addresses", "a workspace's address book (the address allowlist)"},
-	{"payouts", "payouts held for approval"},
+	{"payouts", "payouts held for approval, and batches of payouts"},
 	{"secrets", "webhook secrets at rest"},
 }
 
@@ -74,6 +74,7 @@ func init() {
 		{name: "addresses remove", summary: "remove an address from the address book; fails when it is not there", define: addressesCommand("remove"), env: dbEnv, sealing: true},
 		{name: "payouts approve", summary: "release a payout held for approval", define: payoutDecisionCommand("approve"), env: dbEnv, sealing: true},
 		{name: "payouts reject", summary: "reject a payout held for approval, giving its money back", define: payoutDecisionCommand("reject"), env: dbEnv, sealing: true},
+		{name: "payouts batch", summary: "create a batch of payouts from a CSV file and print it; the same file again replays it", define: payoutsBatchCommand, env: dbEnv, sealing: true},
 		{name: "security-log", summary: "print the workspace's security log, newest first", define: securityLogCommand, env: dbEnv, sealing: true},
 		{name: "audit", summary: "recompute every workspace's money from its rows and look for orphaned rows; fails when an invariant is broken", define: auditCommand, env: dbEnv},
 		{name: "secrets reseal", summary: "seal every webhook secret with the current sealing key", define: secretsResealCommand, env: dbEnv, sealing: true},
