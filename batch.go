@@ -49,6 +49,8 @@ type BatchResult struct {
 	// Requested is the item as the batch asked for it, by which a replay
 	// of the batch compares its items.
 	Requested Payout
+	// refusal is the item's refusal as Apply judged it.
+	refusal error
 }
 
 // MarshalJSON renders the contract's batch object.
@@ -161,7 +163,7 @@ func (c BatchCheck) Apply(b *PayoutBatch, items []BatchItem) ([]BatchItem, error
 			}
 		}
 		if refusal != nil {
-			r.Code, r.Message = CodeOf(refusal), refusal.Error()
+			r.Code, r.Message, r.refusal = CodeOf(refusal), refusal.Error(), refusal
 			b.Refused++
 			continue
 		}
@@ -203,8 +205,11 @@ func (e *Engine) CreatePayoutBatch(ctx context.Context, workspaceID string, req 
 	switch {
 	case errors.Is(err, ErrBatchRefused):
 		for i, r := range stored.Results {
-			if r.Code != 0 {
-				return PayoutBatch{}, false, NewError(r.Code, fmt.Sprintf("payouts[%d]: %s", i, r.Message), nil)
+			var refusal *Error
+			if errors.As(r.refusal, &refusal) {
+				prefixed := *refusal
+				prefixed.Message = fmt.Sprintf("payouts[%d]: %s", i, r.Message)
+				return PayoutBatch{}, false, &prefixed
 			}
 		}
 		return PayoutBatch{}, false, err
