@@ -53,6 +53,19 @@ type BatchResult struct {
 	refusal error
 }
 
+// Err is the item's refusal (nil when accepted): the error a single create
+// would have returned, matching errors.Is as that one does where the batch
+// was judged in this process, else an *Error of its code and message.
+func (r BatchResult) Err() error {
+	switch {
+	case r.Code == 0:
+		return nil
+	case r.refusal != nil:
+		return r.refusal
+	}
+	return NewError(r.Code, r.Message, nil)
+}
+
 // MarshalJSON renders the contract's batch object.
 func (b PayoutBatch) MarshalJSON() ([]byte, error) {
 	out := jsonappend.String(append(make([]byte, 0, 256+len(b.Results)*600), `{"batch_id":`...), b.BatchID)
