@@ -282,20 +282,17 @@ func (e *Engine) validateBatch(req CreatePayoutBatchRequest) ([]Payout, error) {
 	seen := make(map[string]int, len(req.Payouts))
 	for i, it := range req.Payouts {
 		p, err := e.validatePayout(it)
-		if err != nil {
-			var ve *Error
-			if errors.As(err, &ve) {
-				for _, f := range ve.Fields {
-					v.add(fmt.Sprintf("payouts[%d].%s", i, f.Field), f.Message)
-				}
+		var ve *Error
+		if errors.As(err, &ve) {
+			for _, f := range ve.Fields {
+				v.add(fmt.Sprintf("payouts[%d].%s", i, f.Field), f.Message)
 			}
-			continue
 		}
-		if j, dup := seen[p.PayoutID]; dup {
+		if j, dup := seen[it.PayoutID]; dup && it.PayoutID != "" {
 			v.add(fmt.Sprintf("payouts[%d].payout_id", i), fmt.Sprintf("is also payouts[%d]'s", j))
-			continue
+		} else {
+			seen[it.PayoutID] = i
 		}
-		seen[p.PayoutID] = i
 		items[i] = p
 	}
 	if err := v.err(); err != nil {
