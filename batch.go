@@ -49,6 +49,21 @@ type BatchResult struct {
 	// Requested is the item as the batch asked for it, by which a replay
 	// of the batch compares its items.
 	Requested Payout
+	// refusal is the item's refusal as Apply judged it.
+	refusal error
+}
+
+// Err is the item's refusal (nil when accepted): the error a single create
+// would have returned, matching errors.Is as that one does where the batch
+// was judged in this process, else an *Error of its code and message.
+func (r BatchResult) Err() error {
+	switch {
+	case r.Code == 0:
+		return nil
+	case r.refusal != nil:
+		return r.refusal
+	}
+	return NewError(r.Code, r.Message, nil)
 }
 
 // MarshalJSON renders the contract's batch object.
@@ -161,7 +176,7 @@ func (c BatchCheck) Apply(b *PayoutBatch, items []BatchItem) ([]BatchItem, error
 			}
 		}
 		if refusal != nil {
-			r.Code, r.Message = CodeOf(refusal), refusal.Error()
+			r.Code, r.Message, r.refusal = CodeOf(refusal), refusal.Error(), refusal
 			b.Refused++
 			continue
 		}
@@ -203,8 +218,11 @@ func (e *Engine) CreatePayoutBatch(ctx context.Context, workspaceID string, req 
 	switch {
 	case errors.Is(err, ErrBatchRefused):
 		for i, r := range stored.Results {
-			if r.Code != 0 {
-				return PayoutBatch{}, false, NewError(r.Code, fmt.Sprintf("payouts[%d]: %s", i, r.Message), nil)
+			var refusal *Error
+			if errors.As(r.refusal, &refusal) {
+				prefixed := *refusal
+				prefixed.Message = fmt.Sprintf("payouts[%d]: %s", i, r.Message)
+				return PayoutBatch{}, false, &prefixed
 			}
 		}
 		return PayoutBatch{}, false, err
@@ -264,20 +282,17 @@ func (e *Engine) validateBatch(req CreatePayoutBatchRequest) ([]Payout, error) {
 	seen := make(map[string]int, len(req.Payouts))
 	for i, it := range req.Payouts {
 		p, err := e.validatePayout(it)
-		if err != nil {
-			var ve *Error
-			if errors.As(err, &ve) {
-				for _, f := range ve.Fields {
-					v.add(fmt.Sprintf("payouts[%d].%s", i, f.Field), f.Message)
-				}
+		var ve *Error
+		if errors.As(err, &ve) {
+			for _, f := range ve.Fields {
+				v.add(fmt.Sprintf("payouts[%d].%s", i, f.Field), f.Message)
 			}
-			continue
 		}
-		if j, dup := seen[p.PayoutID]; dup {
+		if j, dup := seen[it.PayoutID]; dup && it.PayoutID != "" {
 			v.add(fmt.Sprintf("payouts[%d].payout_id", i), fmt.Sprintf("is also payouts[%d]'s", j))
-			continue
+		} else {
+			seen[it.PayoutID] = i
 		}
-		seen[p.PayoutID] = i
 		items[i] = p
 	}
 	if err := v.err(); err != nil {

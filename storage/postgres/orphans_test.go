@@ -31,7 +31,7 @@ func TestOrphans(t *testing.T) {
 	})
 	// The relations docs/STORAGE.md says the write paths keep, not a key.
 	want := []string{"balances.workspace_id", "customers.workspace_id", "events.workspace_id", "ledger_entries.workspace_id",
-		"payout_days.workspace_id", "payout_handoffs.seq", "payouts.workspace_id"}
+		"payout_batches.workspace_id", "payout_days.workspace_id", "payout_handoffs.seq", "payouts.workspace_id"}
 	if !slices.Equal(unkeyed, want) {
 		t.Errorf("relations without a foreign key %v; want %v", unkeyed, want)
 	}

@@ -321,6 +321,8 @@ func newOps(w writer) sqlcore.Ops {
 		// lock first: they serialise, across instances, in one order.
 		LockBalanceSQL: `SELECT 1 FROM balances WHERE workspace_id = $1 FOR UPDATE`,
 		InsertEventSQL: pgInsertEventSQL,
+		TextList:       func(n int) string { return fmt.Sprintf("(SELECT unnest($%d::text[]))", n) },
+		TextListArg:    func(list []string) any { return list },
 		Param:          pgParam,
 		// PostgreSQL plans from statistics: no index hints.
 		From: func(table string, _ sqlcore.NewestFilter) string { return table }})

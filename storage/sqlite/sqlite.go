@@ -33,6 +33,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -336,6 +337,8 @@ func newOps(w writer, s *Store) sqlcore.Ops {
 		StaffLockSQL:     `SELECT 1 FROM staff_users WHERE email = $1 AND workspace_id = $2`,
 		WorkspaceLockSQL: `SELECT 1 FROM workspaces WHERE id = $1`,
 		InsertEventSQL:   insertEventSQL,
+		TextList:         func(n int) string { return fmt.Sprintf("(SELECT value FROM json_each($%d))", n) },
+		TextListArg:      textListJSON,
 		Param:            func(n int, _ string) string { return fmt.Sprintf("$%d", n) },
 		From: func(table string, f sqlcore.NewestFilter) string {
 			// SQLite plans from the schema alone, and would take a
@@ -370,6 +373,12 @@ func (s *Store) SubscribeWork() (ch <-chan struct{}, cancel func()) { return s.d
 
 // ts is a time as SQLite stores it: NULL for the zero time, otherwise
 // INTEGER microseconds since the Unix epoch (UTC, microsecond precision).
+// textListJSON is a list of texts as json_each reads it.
+func textListJSON(list []string) any {
+	b, _ := json.Marshal(list) // strings always encode
+	return string(b)
+}
+
 func ts(t time.Time) any {
 	if t.IsZero() {
 		return nil

@@ -43,6 +43,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("Controls", func(t *testing.T) { testControls(t, open) })
 	t.Run("PayoutsPerDay", func(t *testing.T) { testPayoutsPerDay(t, open) })
 	t.Run("PayoutDayCounters", func(t *testing.T) { testPayoutDayCounters(t, open) })
+	t.Run("Batches", func(t *testing.T) { testBatches(t, open) })
 }
 
 // env is one test's engine over a fresh store.

@@ -78,6 +78,10 @@ type OpsConfig struct {
 	// read that waited for a row lock still sees the snapshot it started
 	// with, so the reads after the lock must be later statements.
 	LockBalanceSQL string
+	// TextList renders a list of texts given as argument n, for IN, and
+	// TextListArg that argument.
+	TextList    func(n int) string
+	TextListArg func([]string) any
 	// InsertEventSQL inserts an event: $1 its workspace, $2... EventArgs.
 	InsertEventSQL string
 	// Exec and QueryRow run a statement of a create or a settlement in its

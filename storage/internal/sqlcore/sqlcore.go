@@ -83,7 +83,8 @@ var (
 // transaction is still sound: the write changed nothing.
 func Refusal(err error) bool {
 	return errors.Is(err, ErrNothingToCommit) || errors.Is(err, ErrUnknownWorkspace) || errors.Is(err, payoutkit.ErrInsufficientBalance) ||
-		errors.Is(err, payoutkit.ErrConflict) || errors.Is(err, payoutkit.ErrPayoutLimit) || errors.Is(err, payoutkit.ErrForbidden)
+		errors.Is(err, payoutkit.ErrConflict) || errors.Is(err, payoutkit.ErrPayoutLimit) || errors.Is(err, payoutkit.ErrForbidden) ||
+		errors.Is(err, payoutkit.ErrBatchRefused)
 }
 
 // Apply runs fn, turning a panic into an error: a panic must not kill a
@@ -191,6 +192,24 @@ func (c TimeCol) Scan(src any) error {
 	return nil
 }
 
+// TextCol scans a nullable text, NULL as "".
+type TextCol struct{ S *string }
+
+// Scan implements sql.Scanner.
+func (c TextCol) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*c.S = ""
+	case string:
+		*c.S = v
+	case []byte:
+		*c.S = string(v)
+	default:
+		return fmt.Errorf("sqlstore: cannot read a text from %T", src)
+	}
+	return nil
+}
+
 // HashCol scans a 32-byte BLOB/BYTEA (an API key's or a session token's hash).
 type HashCol struct{ H *[32]byte }
 
@@ -245,7 +264,7 @@ func DecimalArg(d decimal.NullDecimal) any {
 // check sets.
 const (
 	PayoutCols     = `workspace_id, payout_id, status, amount, asset, network, address, payer_id, txid, failure_reason, created_at, updated_at`
-	PayoutReadCols = PayoutCols + `, asset_amount, network_fee, approval`
+	PayoutReadCols = PayoutCols + `, asset_amount, network_fee, approval, batch_id`
 	OrderCols      = `workspace_id, order_id, status, amount, payer_id, description, created_at, updated_at, paid_at`
 	LedgerCols     = `workspace_id, kind, amount, ref, event_id, created_at`
 	EventCols      = `id, workspace_id, type, subject, created_at, body, state, attempts, next_attempt_at, last_error`
@@ -278,7 +297,7 @@ func ScanPayout(sc Scanner, extra ...any) (payoutkit.Payout, error) {
 	var p payoutkit.Payout
 	err := sc.Scan(append([]any{&p.WorkspaceID, &p.PayoutID, &p.Status, &p.Amount, &p.Asset, &p.Network, &p.Address,
 		&p.PayerID, &p.TxID, &p.FailureReason, TimeCol{&p.CreatedAt}, TimeCol{&p.UpdatedAt},
-		DecimalCol{&p.AssetAmount}, DecimalCol{&p.NetworkFee}, &p.Approval}, extra...)...)
+		DecimalCol{&p.AssetAmount}, DecimalCol{&p.NetworkFee}, &p.Approval, TextCol{&p.BatchID}}, extra...)...)
 	return p, err
 }
 
