@@ -295,7 +295,7 @@ func TestBatchFileRefusals(t *testing.T) {
 	if confirmFields(resp.body) != nil {
 		t.Fatal("a preview with problems offers to confirm")
 	}
-	resp.wantContains(t, "5 of 6 rows have problems", "payer_id: This cell starts like a spreadsheet formula",
+	resp.wantContains(t, "5 of 6 rows have problems", "payer_id: Starts like a spreadsheet formula",
 		"This row has 4 columns; it needs 6", "address:", "amount:", "payout_id: is also line 2&#39;s")
 	if n := strings.Count(resp.body, `data-invalid="true"`); n != 5 {
 		t.Fatalf("%d rows marked invalid; want 5", n)

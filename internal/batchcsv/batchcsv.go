@@ -155,7 +155,7 @@ func Parse(r io.Reader) (File, error) {
 		}
 		for i, cell := range rec[:min(len(rec), len(Header))] {
 			if Formula(cell) {
-				problem(Header[i], "This cell starts like a spreadsheet formula (=, +, -, @, a tab or a carriage return), which a batch refuses.")
+				problem(Header[i], "Starts like a spreadsheet formula (=, +, -, @, a tab or CR), which a batch refuses.")
 			}
 		}
 	}
