@@ -77,6 +77,17 @@ func TestBatchPayoutsInBrowser(t *testing.T) {
 		t.Helper()
 		return read(t, ctx, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, sel)))
 	}
+	// fitsPhone checks that the page in the tab fits a small phone's
+	// window, as TestPortalFitsTheWindow checks the pages a GET shows.
+	fitsPhone := func(t *testing.T) {
+		t.Helper()
+		browse(t, ctx, chromedp.EmulateViewport(360, 900))
+		f := read(t, ctx, chromedp.Evaluate[fit](measureFit))
+		browse(t, ctx, chromedp.EmulateViewport(1280, 900))
+		if f.ScrollWidth > f.InnerWidth || len(f.Outside) > 0 {
+			t.Errorf("at 360 px: document %d px wide; sticking out: %v", f.ScrollWidth, f.Outside)
+		}
+	}
 	line := func(id, amount, payer string) string {
 		return id + ",\"" + amount + "\",USDT,TRON,TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t," + payer
 	}
@@ -118,6 +129,7 @@ func TestBatchPayoutsInBrowser(t *testing.T) {
 			t.Fatalf("the confirm form has %d fields that are not hidden", n)
 		}
 		unknown(t, "po-b1", "po-b2", "po-b3")
+		fitsPhone(t)
 		if got := available(t); got != "100.00" {
 			t.Fatalf("available %s before the confirm; want 100.00", got)
 		}
@@ -206,6 +218,7 @@ func TestBatchPayoutsInBrowser(t *testing.T) {
 			t.Fatal("a file with a formula cell can be confirmed, or its cell became a link")
 		}
 		unknown(t, "po-f1", "po-f2")
+		fitsPhone(t)
 		if got := available(t); got != "69.50" {
 			t.Fatalf("available %s after refused files; want 69.50", got)
 		}

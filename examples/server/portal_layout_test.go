@@ -149,6 +149,15 @@ func TestPortalFitsTheWindow(t *testing.T) {
 		"/payments/no-such-order":                    404,
 		"/withdrawals/" + strings.Repeat("x", 64):    404,
 	}
+	// A batch, with a payout_id and a payer_id as long as they may be.
+	long := strings.Repeat("b", 128)
+	mustAPI(t, f.s, f.key, "POST", "/v1/payouts/batch", `{"batch_id":"batch-fit","payouts":[`+
+		`{"payout_id":"po-batch-1","amount":"10.00","asset":"USDT","network":"TRON","address":"TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t","payer_id":"`+long+`"},`+
+		`{"payout_id":"`+long+`","amount":"99999.00","asset":"USDT","network":"TRON","address":"TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t","payer_id":"c"}]}`)
+	pages["/withdrawals/batch"] = 200
+	pages["/withdrawals/batch/batch-fit"] = 200
+	pages["/withdrawals/po-batch-1"] = 200
+	pages["/withdrawals/batch/no-such-batch"] = 404
 	browse(t, f.ctx, chromedp.Navigate(f.s.url+"/settings/developer"), chromedp.WaitVisible(css(`tr[data-testid="key-row"]`)))
 	prefix := read(t, f.ctx, chromedp.Evaluate[string](`document.querySelector('tr[data-testid="key-row"]').dataset.prefix`))
 	pages["/settings/developer/keys/revoke?prefix="+prefix] = 200
