@@ -161,7 +161,7 @@ type previewRow struct {
 	Problems []string
 }
 
-// batchNotice is the message of a batch page reached after a create.
+// batchNotices are the result page's messages after a confirm.
 var batchNotices = map[string]string{
 	"created":  "The batch was created. Each accepted payout is on its way like any other.",
 	"replayed": "This batch had already been created: it is shown as it was, and nothing was paid twice.",
