@@ -1,0 +1,791 @@
+package main
+
+// Mass payouts (contract, section 12) over the real server binary (this test
+// binary run as the program, see startProc) and a real listener, on SQLite
+// and PostgreSQL: a batch end to end with its webhooks and settlement,
+// identical batches racing, batches racing single payouts on one balance,
+// two instances on one PostgreSQL, and SIGKILLs during batches of 1,000.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/storage/postgres/pgtest"
+)
+
+// ---- requests and answers ----
+
+const batchAddress = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"
+
+// payoutItem is the body of a single create, and an item of a batch.
+func payoutItem(id, amount string) string {
+	return fmt.Sprintf(`{"payout_id":%q,"amount":%q,"asset":"USDT","network":"TRON","address":%q,"payer_id":"cust-1"}`,
+		id, amount, batchAddress)
+}
+
+// batchBody is a batch create with items (payoutItem bodies).
+func batchBody(batchID string, allOrNothing bool, items ...string) string {
+	return fmt.Sprintf(`{"batch_id":%q,"payouts":[%s],"all_or_nothing":%t}`, batchID, strings.Join(items, ","), allOrNothing)
+}
+
+// uniformBatch is a batch of n items of amount, named prefix0, prefix1, ...
+func uniformBatch(batchID, prefix, amount string, n int) string {
+	items := make([]string, n)
+	for i := range items {
+		items[i] = payoutItem(fmt.Sprintf("%s%d", prefix, i), amount)
+	}
+	return batchBody(batchID, false, items...)
+}
+
+// wireBatch is the contract's batch object. Payouts are kept as maps, to
+// compare them with what settlement changes left out (see stable).
+type wireBatch struct {
+	BatchID        string `json:"batch_id"`
+	CreatedAt      string `json:"created_at"`
+	AllOrNothing   bool   `json:"all_or_nothing"`
+	Accepted       int    `json:"accepted"`
+	Refused        int    `json:"refused"`
+	AcceptedAmount string `json:"accepted_amount"`
+	Results        []struct {
+		PayoutID string         `json:"payout_id"`
+		Code     int            `json:"code"`
+		Message  string         `json:"message"`
+		Payout   map[string]any `json:"payout"`
+	} `json:"results"`
+}
+
+func decodeBatch(t testing.TB, data json.RawMessage) wireBatch {
+	t.Helper()
+	var b wireBatch
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil {
+		t.Fatalf("not a batch object: %v: %.500s", err, data)
+	}
+	return b
+}
+
+// stable returns b without what settling a payout changes (its status,
+// updated_at, txid and the settlement's amounts), for comparing a batch as
+// first answered with the batch as read later.
+func stable(b wireBatch) wireBatch {
+	out := b
+	out.Results = slices.Clone(b.Results)
+	for i, r := range out.Results {
+		if r.Payout == nil {
+			continue
+		}
+		p := map[string]any{}
+		for k, v := range r.Payout {
+			switch k {
+			case "status", "updated_at", "txid", "asset_amount", "network_fee":
+			default:
+				p[k] = v
+			}
+		}
+		out.Results[i].Payout = p
+	}
+	return out
+}
+
+// batchAnswer is one answer to a batch create; status 0 means none.
+type batchAnswer struct {
+	status   int
+	env      envelope
+	replayed bool
+	err      error
+}
+
+func postBatch(ctx context.Context, hc *http.Client, url, key, body string) batchAnswer {
+	st, env, h, err := doJSON(ctx, hc, "POST", url+"/v1/payouts/batch", key, body)
+	return batchAnswer{status: st, env: env, replayed: h.Get("Idempotent-Replayed") == "true", err: err}
+}
+
+// batchInfo reads a batch with POST /v1/payouts/batch/info.
+func batchInfo(t testing.TB, url, key, batchID string) (int, envelope) {
+	t.Helper()
+	st, env, _, err := doJSON(context.Background(), plainClient, "POST", url+"/v1/payouts/batch/info", key, fmt.Sprintf(`{"batch_id":%q}`, batchID))
+	if err != nil {
+		t.Fatalf("batch/info %s: %v", batchID, err)
+	}
+	return st, env
+}
+
+// mustBatchInfo reads a batch that exists.
+func mustBatchInfo(t testing.TB, url, key, batchID string) wireBatch {
+	t.Helper()
+	st, env := batchInfo(t, url, key, batchID)
+	if st != 200 || env.Code != 0 {
+		t.Fatalf("batch/info %s: %d %+v", batchID, st, env)
+	}
+	return decodeBatch(t, env.Data)
+}
+
+// balanceOf reads the balance over HTTP.
+func balanceOf(t testing.TB, url, key string) (avail, inProgress string) {
+	t.Helper()
+	st, env, _, err := doJSON(context.Background(), plainClient, "GET", url+"/v1/balance", key, "")
+	if err != nil || st != 200 || env.Code != 0 {
+		t.Fatalf("balance: %d %+v %v", st, env, err)
+	}
+	var m map[string]string
+	if err := json.Unmarshal(env.Data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m["available"], m["in_progress"]
+}
+
+// sendAtOnce sends body to the batch path once per url, all requests
+// released together, and returns the answers in the order of urls.
+func sendAtOnce(t testing.TB, urls []string, key, body string) []batchAnswer {
+	t.Helper()
+	hc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: len(urls)}}
+	answers := make([]batchAnswer, len(urls))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, u := range urls {
+		wg.Go(func() {
+			<-start
+			answers[i] = postBatch(context.Background(), hc, u, key, body)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return answers
+}
+
+// ---- checks against the database ----
+
+// checkLedger checks the workspace's payouts in the database against want
+// (payout_id → amount in cents, every payout that must exist, none
+// failed): exactly those exist, each debited once with one
+// payout.submitted event, and available is funded minus their sum.
+func checkLedger(t testing.TB, dsn, ws string, funded int64, want map[string]int64) {
+	t.Helper()
+	db := openDB(t, dsn)
+	rows, err := db.Query(`SELECT payout_id, status, amount FROM payouts WHERE workspace_id = $1`, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	stored := map[string]int64{}
+	var spent int64
+	for rows.Next() {
+		var id, status string
+		var amount int64
+		if err := rows.Scan(&id, &status, &amount); err != nil {
+			t.Fatal(err)
+		}
+		if _, dup := stored[id]; dup {
+			t.Errorf("payout %s exists twice", id)
+		}
+		if status == "failed" {
+			t.Errorf("payout %s failed", id)
+		}
+		stored[id] = amount
+		spent += amount
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var missing, extra, wrong int
+	for id, a := range want {
+		switch got, ok := stored[id]; {
+		case !ok:
+			if missing++; missing <= 5 {
+				t.Errorf("payout %s was accepted and does not exist", id)
+			}
+		case got != a:
+			if wrong++; wrong <= 5 {
+				t.Errorf("payout %s: amount %d cents, want %d", id, got, a)
+			}
+		}
+	}
+	for id := range stored {
+		if _, ok := want[id]; !ok {
+			if extra++; extra <= 5 {
+				t.Errorf("payout %s exists but was not accepted", id)
+			}
+		}
+	}
+	if missing+extra+wrong > 0 {
+		t.Errorf("%d payouts stored, %d accepted: %d missing, %d not accepted, %d with another amount", len(stored), len(want), missing, extra, wrong)
+	}
+	var debits, submitted int
+	var avail int64
+	if err := db.QueryRow(`SELECT count(*) FROM ledger_entries WHERE workspace_id = $1 AND kind = 'payout_debit'`, ws).Scan(&debits); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT count(*) FROM events WHERE workspace_id = $1 AND type = 'payout.submitted'`, ws).Scan(&submitted); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT available FROM balances WHERE workspace_id = $1`, ws).Scan(&avail); err != nil {
+		t.Fatal(err)
+	}
+	if debits != len(stored) || submitted != len(stored) {
+		t.Errorf("%d payouts, %d debits, %d payout.submitted events", len(stored), debits, submitted)
+	}
+	if avail != funded-spent || avail < 0 {
+		t.Errorf("available %d cents, want funded %d - payouts %d = %d", avail, funded, spent, funded-spent)
+	}
+}
+
+// checkStoredBatch checks that batchID exists once in the database, whole:
+// accepted items answered code 0 (replays included), and created payouts
+// naming it.
+func checkStoredBatch(t testing.TB, dsn, ws, batchID string, accepted, created int) {
+	t.Helper()
+	db := openDB(t, dsn)
+	var batches, payouts, items int
+	if err := db.QueryRow(`SELECT count(*) FROM payout_batches WHERE workspace_id = $1 AND batch_id = $2`, ws, batchID).Scan(&batches); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT count(*) FROM payouts WHERE workspace_id = $1 AND batch_id = $2`, ws, batchID).Scan(&payouts); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT count(*) FROM payout_batch_items i JOIN payout_batches b ON b.seq = i.batch_seq
+		WHERE b.workspace_id = $1 AND b.batch_id = $2 AND i.code = 0`, ws, batchID).Scan(&items); err != nil {
+		t.Fatal(err)
+	}
+	if batches != 1 || payouts != created || items != accepted {
+		t.Errorf("batch %s: %d records, %d payouts, %d accepted items stored; want 1, %d, %d", batchID, batches, payouts, items, created, accepted)
+	}
+}
+
+// ---- 1. a batch end to end ----
+
+func TestBatchEndToEndSQLite(t *testing.T) {
+	skipShortFault(t)
+	batchEndToEnd(t, filepath.Join(t.TempDir(), "batch.db"))
+}
+
+func TestBatchEndToEndPostgres(t *testing.T) {
+	skipShortFault(t)
+	batchEndToEnd(t, pgtest.Postgres(t))
+}
+
+// batchEndToEnd: a funded workspace sends a batch with accepted items, a
+// replay of a single payout and an item the balance no longer covers. The
+// answer, batch/info and a replay of the batch are as section 12 says; each
+// payout the batch created sends one payout.submitted to a real receiver
+// (signed), settles through the sandbox processor with its
+// payout.completed, and no other event is sent; the audit passes.
+func batchEndToEnd(t *testing.T, dsn string) {
+	recv := newHookReceiver(t)
+	ws := newFaultWorkspace(t, dsn, recv.URL+"/hooks")
+	recv.secret.Store(&ws.secret)
+	p := startProc(t, "-db", dsn, "-sandbox-settle-after", "1s")
+	funded := fund(t, p.url, ws.key, "fund", "10.00")
+
+	st, single := postJSON(p.url+"/v1/payouts", ws.key, payoutItem("po-single", "3.00"))
+	if st != 200 || single.Code != 0 {
+		t.Fatalf("single payout: %d %+v", st, single)
+	}
+	var singlePayout map[string]any
+	if err := json.Unmarshal(single.Data, &singlePayout); err != nil {
+		t.Fatal(err)
+	}
+
+	// 10.00 funded, 3.00 paid out alone: po-a takes 4.00, po-single is a
+	// replay (not debited again), po-b (5.00) finds 3.00 and is refused,
+	// po-c takes the last 3.00.
+	body := batchBody("b-1", false,
+		payoutItem("po-a", "4.00"), payoutItem("po-single", "3"), payoutItem("po-b", "5.00"), payoutItem("po-c", "3.00"))
+	a := postBatch(context.Background(), plainClient, p.url, ws.key, body)
+	if a.err != nil || a.status != 200 || a.env.Code != 0 || a.env.Message != "OK" || a.replayed {
+		t.Fatalf("batch: %d %+v replayed=%v %v", a.status, a.env, a.replayed, a.err)
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(a.env.Data, &members); err != nil {
+		t.Fatal(err)
+	}
+	if keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range members {
+			if !yield(k) {
+				return
+			}
+		}
+	}); !slices.Equal(keys, []string{"accepted", "accepted_amount", "all_or_nothing", "batch_id", "created_at", "refused", "results"}) {
+		t.Fatalf("batch object members %v", keys)
+	}
+	b := decodeBatch(t, a.env.Data)
+	if b.BatchID != "b-1" || b.AllOrNothing || b.Accepted != 3 || b.Refused != 1 || b.AcceptedAmount != "7.00" || len(b.Results) != 4 {
+		t.Fatalf("batch %+v; want 3 accepted (the replay included), 1 refused, 7.00 created", b)
+	}
+	if _, err := time.Parse(time.RFC3339, b.CreatedAt); err != nil || !strings.HasSuffix(b.CreatedAt, "Z") {
+		t.Fatalf("created_at %q: %v", b.CreatedAt, err)
+	}
+	for i, want := range []struct {
+		id, amount string
+		code       int
+		message    string
+	}{
+		{"po-a", "4.00", 0, "OK"},
+		{"po-single", "3.00", 0, "OK"},
+		{"po-b", "", 40000, "Insufficient available balance"},
+		{"po-c", "3.00", 0, "OK"},
+	} {
+		r := b.Results[i]
+		if r.PayoutID != want.id || r.Code != want.code || r.Message != want.message {
+			t.Errorf("results[%d] = %s %d %q; want %s %d %q", i, r.PayoutID, r.Code, r.Message, want.id, want.code, want.message)
+		}
+		switch {
+		case want.code != 0:
+			if r.Payout != nil {
+				t.Errorf("results[%d]: a refused item with a payout %v", i, r.Payout)
+			}
+		case r.Payout == nil:
+			t.Errorf("results[%d]: an accepted item without its payout", i)
+		case r.Payout["payout_id"] != want.id || r.Payout["amount"] != want.amount || r.Payout["status"] != "submitted" ||
+			r.Payout["approval"] != "none" || r.Payout["address"] != batchAddress:
+			t.Errorf("results[%d].payout = %v", i, r.Payout)
+		}
+	}
+	if !reflect.DeepEqual(b.Results[1].Payout, singlePayout) {
+		t.Errorf("the replayed item's payout %v; want the stored one %v", b.Results[1].Payout, singlePayout)
+	}
+	if avail, _ := balanceOf(t, p.url, ws.key); avail != "0.00" {
+		t.Fatalf("available %s after the batch; want 0.00", avail)
+	}
+
+	// batch/info: the same batch; a replay of the batch: the same again,
+	// changing nothing; any other body: 40900; an unknown batch: 40400.
+	info := mustBatchInfo(t, p.url, ws.key, "b-1")
+	if !reflect.DeepEqual(stable(info), stable(b)) {
+		t.Errorf("batch/info %+v\nwant the answer %+v", info, b)
+	}
+	again := postBatch(context.Background(), plainClient, p.url, ws.key, body)
+	if again.err != nil || again.status != 200 || again.env.Code != 0 || !again.replayed {
+		t.Fatalf("the batch again: %d %+v replayed=%v %v", again.status, again.env, again.replayed, again.err)
+	}
+	if replay := decodeBatch(t, again.env.Data); !reflect.DeepEqual(stable(replay), stable(b)) {
+		t.Errorf("the batch replayed %+v\nwant %+v", replay, b)
+	}
+	for _, other := range []string{
+		batchBody("b-1", false, payoutItem("po-a", "4.00"), payoutItem("po-single", "3.00"), payoutItem("po-b", "5.00"), payoutItem("po-c", "2.00")),
+		batchBody("b-1", true, payoutItem("po-a", "4.00"), payoutItem("po-single", "3.00"), payoutItem("po-b", "5.00"), payoutItem("po-c", "3.00")),
+		batchBody("b-1", false, payoutItem("po-a", "4.00"), payoutItem("po-single", "3.00"), payoutItem("po-b", "5.00")),
+	} {
+		if a := postBatch(context.Background(), plainClient, p.url, ws.key, other); a.err != nil || a.status != 409 || a.env.Code != 40900 {
+			t.Errorf("b-1 with another body: %d %+v %v", a.status, a.env, a.err)
+		}
+	}
+	if st, env := batchInfo(t, p.url, ws.key, "b-2"); st != 404 || env.Code != 40400 {
+		t.Errorf("batch/info of an unknown batch: %d %+v", st, env)
+	}
+	if st, env := postJSON(p.url+"/v1/payouts/info", ws.key, `{"payout_id":"po-b"}`); st != 404 || env.Code != 40400 {
+		t.Errorf("the refused item's payout: %d %+v", st, env)
+	}
+	if avail, _ := balanceOf(t, p.url, ws.key); avail != "0.00" {
+		t.Fatalf("available %s after the replays; want 0.00", avail)
+	}
+
+	// The processor settles the batch's payouts like single ones.
+	waitAnswer(t, func() bool {
+		for _, id := range []string{"po-single", "po-a", "po-c"} {
+			_, env := postJSON(p.url+"/v1/payouts/info", ws.key, fmt.Sprintf(`{"payout_id":%q}`, id))
+			var po map[string]any
+			if env.Code != 0 || json.Unmarshal(env.Data, &po) != nil || po["status"] != "completed" || po["txid"] == nil {
+				return false
+			}
+		}
+		return true
+	})
+	settled := mustBatchInfo(t, p.url, ws.key, "b-1")
+	for _, i := range []int{0, 1, 3} {
+		if po := settled.Results[i].Payout; po["status"] != "completed" || po["txid"] == nil {
+			t.Errorf("batch/info results[%d].payout after settling %v; want it as it is now", i, po)
+		}
+	}
+	if !reflect.DeepEqual(stable(settled), stable(b)) {
+		t.Errorf("batch/info after settling %+v\nwant %+v", settled, b)
+	}
+	if avail, inProgress := balanceOf(t, p.url, ws.key); avail != "0.00" || inProgress != "0.00" {
+		t.Errorf("balance after settling: available %s, in progress %s", avail, inProgress)
+	}
+
+	// Every event reaches the receiver; the batch sent one payout.submitted
+	// per payout it created, and nothing else.
+	db := openDB(t, dsn)
+	waitAnswer(t, func() bool {
+		var open int
+		if err := db.QueryRow(`SELECT count(*) FROM events WHERE workspace_id = $1 AND state <> 'delivered'`, ws.id).Scan(&open); err != nil {
+			t.Fatal(err)
+		}
+		return open == 0
+	})
+	recv.mu.Lock()
+	for _, bad := range recv.bad {
+		t.Error(bad)
+	}
+	got := map[string]int{}
+	for id, raw := range recv.body {
+		var ev struct {
+			Type        string `json:"type"`
+			WorkspaceID string `json:"workspace_id"`
+			Data        struct {
+				PayoutID string `json:"payout_id"`
+				OrderID  string `json:"order_id"`
+				Amount   string `json:"amount"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(raw, &ev); err != nil || ev.WorkspaceID != ws.id {
+			t.Errorf("event %s: %s (%v)", id, raw, err)
+		}
+		got[ev.Type+" "+ev.Data.PayoutID+ev.Data.OrderID+" "+ev.Data.Amount]++
+	}
+	order := recv.first
+	recv.mu.Unlock()
+	want := map[string]int{
+		"order.paid fund 10.00":           1,
+		"payout.submitted po-single 3.00": 1,
+		"payout.submitted po-a 4.00":      1,
+		"payout.submitted po-c 3.00":      1,
+		"payout.completed po-single 3.00": 1,
+		"payout.completed po-a 4.00":      1,
+		"payout.completed po-c 3.00":      1,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("events received (by distinct id) %v\nwant %v", got, want)
+	}
+	for _, id := range []string{"po-a", "po-c"} {
+		if first := order[id]; first["payout.submitted"] == 0 || first["payout.completed"] < first["payout.submitted"] {
+			t.Errorf("payout %s: events out of order %v", id, first)
+		}
+	}
+	var outbox int
+	if err := db.QueryRow(`SELECT count(*) FROM events WHERE workspace_id = $1`, ws.id).Scan(&outbox); err != nil {
+		t.Fatal(err)
+	}
+	if outbox != len(want) {
+		t.Errorf("%d events in the outbox; want %d", outbox, len(want))
+	}
+
+	checkStoredBatch(t, dsn, ws.id, "b-1", 3, 2) // po-single was not created by the batch
+	checkLedger(t, dsn, ws.id, funded, map[string]int64{"po-single": 300, "po-a": 400, "po-c": 300})
+	p.term(t, 40*time.Second)
+	auditExitsZero(t, dsn)
+}
+
+// ---- 2. identical batches racing ----
+
+func TestBatchRaceSQLite(t *testing.T) {
+	skipShortFault(t)
+	dsn := filepath.Join(t.TempDir(), "race.db")
+	ws := newFaultWorkspace(t, dsn, "")
+	p := startProc(t, "-db", dsn)
+	batchRace(t, dsn, ws, []string{p.url})
+	p.term(t, 40*time.Second)
+	auditExitsZero(t, dsn)
+}
+
+func TestBatchRacePostgres(t *testing.T) {
+	skipShortFault(t)
+	dsn := pgtest.Postgres(t)
+	ws := newFaultWorkspace(t, dsn, "")
+	p := startProc(t, "-db", dsn)
+	batchRace(t, dsn, ws, []string{p.url})
+	p.term(t, 40*time.Second)
+	auditExitsZero(t, dsn)
+}
+
+// batchRace sends 8 identical batches at once, spread over urls (servers
+// on dsn): one batch is made, every answer carries the same data, 7 of
+// them replays, and the balance is debited once.
+func batchRace(t *testing.T, dsn string, ws faultWorkspace, urls []string) {
+	t.Helper()
+	funded := fund(t, urls[0], ws.key, "fund-race", "15.00")
+	body := uniformBatch("race", "race-", "1.00", 20)
+	targets := make([]string, 8)
+	for i := range targets {
+		targets[i] = urls[i%len(urls)]
+	}
+	answers := sendAtOnce(t, targets, ws.key, body)
+	var replays int
+	for i, a := range answers {
+		if a.err != nil || a.status != 200 || a.env.Code != 0 {
+			t.Fatalf("answer %d: %d %+v %v", i, a.status, a.env, a.err)
+		}
+		if a.replayed {
+			replays++
+		}
+		if string(a.env.Data) != string(answers[0].env.Data) {
+			t.Errorf("answer %d carries other data:\n%s\nthan answer 0:\n%s", i, a.env.Data, answers[0].env.Data)
+		}
+	}
+	if replays != 7 {
+		t.Errorf("%d of 8 answers replayed; want 7", replays)
+	}
+	b := decodeBatch(t, answers[0].env.Data)
+	if b.Accepted != 15 || b.Refused != 5 || b.AcceptedAmount != "15.00" || len(b.Results) != 20 {
+		t.Fatalf("batch: %d accepted, %d refused, %s, %d results; want 15, 5, 15.00, 20", b.Accepted, b.Refused, b.AcceptedAmount, len(b.Results))
+	}
+	want := map[string]int64{}
+	for i, r := range b.Results {
+		accepted := i < 15
+		if r.PayoutID != fmt.Sprintf("race-%d", i) || accepted != (r.Code == 0) ||
+			!accepted && (r.Code != 40000 || r.Message != "Insufficient available balance" || r.Payout != nil) {
+			t.Errorf("results[%d] = %s %d %q", i, r.PayoutID, r.Code, r.Message)
+		}
+		if accepted {
+			want[r.PayoutID] = 100
+		}
+	}
+	checkStoredBatch(t, dsn, ws.id, "race", 15, 15)
+	checkLedger(t, dsn, ws.id, funded, want)
+}
+
+// ---- 3. batches racing single payouts on one balance ----
+
+func TestBatchVersusSinglesSQLite(t *testing.T) {
+	skipShortFault(t)
+	dsn := filepath.Join(t.TempDir(), "mixed.db")
+	ws := newFaultWorkspace(t, dsn, "")
+	p := startProc(t, "-db", dsn)
+	batchVersusSingles(t, dsn, ws, []string{p.url})
+	p.term(t, 40*time.Second)
+	auditExitsZero(t, dsn)
+}
+
+func TestBatchVersusSinglesPostgres(t *testing.T) {
+	skipShortFault(t)
+	dsn := pgtest.Postgres(t)
+	ws := newFaultWorkspace(t, dsn, "")
+	p := startProc(t, "-db", dsn)
+	batchVersusSingles(t, dsn, ws, []string{p.url})
+	p.term(t, 40*time.Second)
+	auditExitsZero(t, dsn)
+}
+
+// batchVersusSingles funds 60.00 and asks for more in payouts of 1.00:
+// four batches of 25 sent at once while clients send single payouts, all
+// spread over urls. The balance is never overdrawn and ends exact: the
+// accepted payouts, batched and single, sum to the funding; each batch's
+// accepted items are its payouts, none refused before one accepted.
+func batchVersusSingles(t *testing.T, dsn string, ws faultWorkspace, urls []string) {
+	t.Helper()
+	funded := fund(t, urls[0], ws.key, "fund-mixed", "60.00")
+	c := newPayoutClient(ws.key, "1.00")
+	c.prefix = "single-"
+	var turn atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wait := c.start(ctx, func() string { return urls[int(turn.Add(1))%len(urls)] }, 4)
+	c.waitAcked(t, 3, 30*time.Second) // the singles are under way
+
+	const batches, items = 4, 25
+	answers := make([]batchAnswer, batches)
+	var wg sync.WaitGroup
+	for k := range batches {
+		wg.Go(func() {
+			body := uniformBatch(fmt.Sprintf("mixed-%d", k), fmt.Sprintf("mixed-%d-", k), "1.00", items)
+			answers[k] = postBatch(context.Background(), plainClient, urls[k%len(urls)], ws.key, body)
+		})
+	}
+	wg.Wait()
+	// The singles go on until the balance runs out.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, r, _ := c.counts(); r >= 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the balance did not run out within 30s: %s", c)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	wait()
+	c.converge(t, urls[0])
+	t.Logf("singles: %s", c)
+
+	want := map[string]int64{}
+	c.mu.Lock()
+	for _, bad := range c.bad {
+		t.Errorf("single payout: %s", bad)
+	}
+	for id := range c.acked {
+		want[id] = 100
+	}
+	c.mu.Unlock()
+	var batched int
+	for k, a := range answers {
+		if a.err != nil || a.status != 200 || a.env.Code != 0 || a.replayed {
+			t.Fatalf("batch %d: %d %+v replayed=%v %v", k, a.status, a.env, a.replayed, a.err)
+		}
+		b := decodeBatch(t, a.env.Data)
+		refusedYet := false
+		for i, r := range b.Results {
+			switch {
+			case r.Code == 0 && !refusedYet && r.Payout != nil:
+				want[r.PayoutID] = 100
+			case r.Code == 40000 && r.Message == "Insufficient available balance" && r.Payout == nil:
+				refusedYet = true
+			default:
+				t.Errorf("batch %d results[%d] = %s %d %q (an item refused before it: %v)", k, i, r.PayoutID, r.Code, r.Message, refusedYet)
+			}
+		}
+		if b.Accepted+b.Refused != items || b.AcceptedAmount != payoutkit.Amount(100*b.Accepted).String() {
+			t.Errorf("batch %d: %d accepted, %d refused, %s", k, b.Accepted, b.Refused, b.AcceptedAmount)
+		}
+		batched += b.Accepted
+		checkStoredBatch(t, dsn, ws.id, b.BatchID, b.Accepted, b.Accepted)
+	}
+	t.Logf("%d payouts in batches, %d single", batched, len(want)-batched)
+	if int64(len(want))*100 != funded {
+		t.Errorf("%d payouts of 1.00 accepted; want the funding, %d cents, paid out exactly", len(want), funded)
+	}
+	if avail, _ := balanceOf(t, urls[0], ws.key); avail != "0.00" {
+		t.Errorf("available %s; want 0.00", avail)
+	}
+	checkLedger(t, dsn, ws.id, funded, want)
+}
+
+// ---- 4. two instances on one PostgreSQL ----
+
+// TestBatchTwoInstancesPostgres: two server processes on one database. The
+// same batch sent to both at once makes one batch; batches and single
+// payouts spread over both on one balance stay exact.
+func TestBatchTwoInstancesPostgres(t *testing.T) {
+	skipShortFault(t)
+	dsn := pgtest.Postgres(t)
+	a, b := startProc(t, "-db", dsn), startProc(t, "-db", dsn)
+	urls := []string{a.url, b.url}
+	batchRace(t, dsn, newFaultWorkspace(t, dsn, ""), urls)
+	batchVersusSingles(t, dsn, newFaultWorkspace(t, dsn, ""), urls)
+	a.term(t, 40*time.Second)
+	b.term(t, 40*time.Second)
+	auditExitsZero(t, dsn)
+}
+
+// ---- 5. SIGKILL during batches of 1,000 ----
+
+func TestBatchSIGKILLSQLite(t *testing.T) {
+	skipShortFault(t)
+	batchSIGKILL(t, filepath.Join(t.TempDir(), "kill.db"))
+}
+
+func TestBatchSIGKILLPostgres(t *testing.T) {
+	skipShortFault(t)
+	batchSIGKILL(t, pgtest.Postgres(t))
+}
+
+// batchSIGKILL: four clients each send a batch of 1,000 payouts of 0.01
+// (40.00 asked, 35.00 funded), and retry it with the same batch_id and body
+// until it is answered. The server is SIGKILLed twice while batches are in
+// flight and started again. Each batch then exists once and whole, the
+// balance is exact, and the audit passes (after each kill too).
+func batchSIGKILL(t *testing.T, dsn string) {
+	const batches, items = 4, 1000
+	ws := newFaultWorkspace(t, dsn, "")
+	p := startProc(t, "-db", dsn)
+	funded := fund(t, p.url, ws.key, "fund", "35.00")
+	var url atomic.Pointer[string]
+	url.Store(&p.url)
+
+	hc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: batches}}
+	bodies := make([]string, batches)
+	answers := make([]batchAnswer, batches)
+	var answered, sends atomic.Int64
+	var wg sync.WaitGroup
+	for k := range batches {
+		bodies[k] = uniformBatch(fmt.Sprintf("kill-%d", k), fmt.Sprintf("kill-%d-", k), "0.01", items)
+		wg.Go(func() {
+			deadline := time.Now().Add(3 * time.Minute)
+			for {
+				sends.Add(1)
+				a := postBatch(context.Background(), hc, *url.Load(), ws.key, bodies[k])
+				// No answer, or an unknown outcome (50000, 50300): the
+				// same request again, as a client must.
+				if a.err == nil && a.status != 500 && a.status != 503 {
+					answers[k] = a
+					answered.Add(1)
+					return
+				}
+				if time.Now().After(deadline) {
+					answers[k] = a
+					return
+				}
+				time.Sleep(time.Duration(10+rand.IntN(20)) * time.Millisecond)
+			}
+		})
+	}
+
+	// Kill it twice, each time just after a batch was answered (so others
+	// are in flight, one perhaps committed but not yet answered).
+	for round := range 2 {
+		before := answered.Load()
+		for deadline := time.Now().Add(2 * time.Minute); answered.Load() == before; {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: no batch answered in 2 minutes; stderr:\n%s", round, tail(p.stderr.String(), 4000))
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if answered.Load() == batches {
+			t.Logf("round %d: every batch answered before the kill", round)
+			break
+		}
+		time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond)
+		p.kill(t)
+		t.Logf("round %d: SIGKILL with %d of %d batches answered", round, answered.Load(), batches)
+		auditExitsZero(t, dsn) // what a SIGKILL left behind passes at once
+		p = startProc(t, "-db", dsn)
+		url.Store(&p.url)
+	}
+	wg.Wait()
+	t.Logf("%d batch requests sent for %d batches", sends.Load(), batches)
+
+	want := map[string]int64{}
+	var accepted int
+	for k, a := range answers {
+		id := fmt.Sprintf("kill-%d", k)
+		if a.err != nil || a.status != 200 || a.env.Code != 0 {
+			t.Fatalf("batch %s: %d %+v %v", id, a.status, a.env, a.err)
+		}
+		b := decodeBatch(t, a.env.Data)
+		info := mustBatchInfo(t, p.url, ws.key, id)
+		if !reflect.DeepEqual(stable(info), stable(b)) {
+			t.Errorf("batch %s: batch/info differs from the answer (replayed: %v)", id, a.replayed)
+		}
+		if b.BatchID != id || len(info.Results) != items || info.Accepted+info.Refused != items ||
+			info.AcceptedAmount != payoutkit.Amount(info.Accepted).String() {
+			t.Fatalf("batch %s: %d results, %d accepted, %d refused, %s", id, len(info.Results), info.Accepted, info.Refused, info.AcceptedAmount)
+		}
+		var n int
+		for i, r := range info.Results {
+			switch {
+			case r.PayoutID != fmt.Sprintf("kill-%d-%d", k, i):
+				t.Errorf("batch %s results[%d] is %s", id, i, r.PayoutID)
+			case r.Code == 0 && r.Payout != nil && r.Payout["payout_id"] == r.PayoutID && r.Payout["amount"] == "0.01":
+				want[r.PayoutID] = 1
+				n++
+			case r.Code == 40000 && r.Message == "Insufficient available balance" && r.Payout == nil:
+			default:
+				t.Errorf("batch %s results[%d] = %d %q %v", id, i, r.Code, r.Message, r.Payout)
+			}
+		}
+		if n != info.Accepted {
+			t.Errorf("batch %s: %d accepted items with their payout; accepted %d", id, n, info.Accepted)
+		}
+		accepted += info.Accepted
+		checkStoredBatch(t, dsn, ws.id, id, info.Accepted, info.Accepted)
+	}
+	if int64(accepted) != funded {
+		t.Errorf("%d payouts of 0.01 accepted; want the funding, %d cents, paid out exactly", accepted, funded)
+	}
+	checkLedger(t, dsn, ws.id, funded, want)
+	p.term(t, 40*time.Second)
+	auditExitsZero(t, dsn)
+}
