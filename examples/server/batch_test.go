@@ -166,6 +166,18 @@ func sendAtOnce(t testing.TB, urls []string, key, body string) []batchAnswer {
 	return answers
 }
 
+// waitUntil waits up to 30 s for cond, named what in the failure.
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 30s: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // ---- checks against the database ----
 
 // checkLedger checks the workspace's payouts in the database against want
@@ -393,7 +405,7 @@ func batchEndToEnd(t *testing.T, dsn string) {
 	}
 
 	// The processor settles the batch's payouts like single ones.
-	waitAnswer(t, func() bool {
+	waitUntil(t, "the payouts completed", func() bool {
 		for _, id := range []string{"po-single", "po-a", "po-c"} {
 			_, env := postJSON(p.url+"/v1/payouts/info", ws.key, fmt.Sprintf(`{"payout_id":%q}`, id))
 			var po map[string]any
@@ -419,7 +431,7 @@ func batchEndToEnd(t *testing.T, dsn string) {
 	// Every event reaches the receiver; the batch sent one payout.submitted
 	// per payout it created, and nothing else.
 	db := openDB(t, dsn)
-	waitAnswer(t, func() bool {
+	waitUntil(t, "every event delivered", func() bool {
 		var open int
 		if err := db.QueryRow(`SELECT count(*) FROM events WHERE workspace_id = $1 AND state <> 'delivered'`, ws.id).Scan(&open); err != nil {
 			t.Fatal(err)
@@ -682,16 +694,16 @@ func TestBatchSIGKILLPostgres(t *testing.T) {
 	batchSIGKILL(t, pgtest.Postgres(t))
 }
 
-// batchSIGKILL: four clients each send a batch of 1,000 payouts of 0.01
-// (40.00 asked, 35.00 funded), and retry it with the same batch_id and body
-// until it is answered. The server is SIGKILLed twice while batches are in
-// flight and started again. Each batch then exists once and whole, the
+// batchSIGKILL: six clients each send a batch of 1,000 payouts of 0.01
+// (60.00 asked, 45.00 funded), and retry it with the same batch_id and body
+// until it is answered. The server is SIGKILLed three times while batches
+// are in flight and started again. Each batch then exists once and whole, the
 // balance is exact, and the audit passes (after each kill too).
 func batchSIGKILL(t *testing.T, dsn string) {
-	const batches, items = 4, 1000
+	const batches, items = 6, 1000
 	ws := newFaultWorkspace(t, dsn, "")
 	p := startProc(t, "-db", dsn)
-	funded := fund(t, p.url, ws.key, "fund", "35.00")
+	funded := fund(t, p.url, ws.key, "fund", "45.00")
 	var url atomic.Pointer[string]
 	url.Store(&p.url)
 
@@ -723,13 +735,34 @@ func batchSIGKILL(t *testing.T, dsn string) {
 		})
 	}
 
-	// Kill it twice, each time just after a batch was answered (so others
-	// are in flight, one perhaps committed but not yet answered).
-	for round := range 2 {
+	// Three kills: a moment after a batch was answered, with others in
+	// flight (rounds 0 and 2), and as soon as the database holds a batch
+	// whose answer has not reached its client (round 1), whose retry must
+	// find it whole.
+	db := openDB(t, dsn)
+	stored := func() int64 {
+		var n int64
+		if err := db.QueryRow(`SELECT count(*) FROM payout_batches WHERE workspace_id = $1`, ws.id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for round := range 3 {
+		deadline := time.Now().Add(2 * time.Minute)
 		before := answered.Load()
-		for deadline := time.Now().Add(2 * time.Minute); answered.Load() == before; {
+		for {
+			if round == 1 {
+				if n := stored(); n > answered.Load() {
+					break
+				}
+			} else if answered.Load() > before {
+				break
+			}
+			if answered.Load() == batches {
+				break
+			}
 			if time.Now().After(deadline) {
-				t.Fatalf("round %d: no batch answered in 2 minutes; stderr:\n%s", round, tail(p.stderr.String(), 4000))
+				t.Fatalf("round %d: nothing answered in 2 minutes; stderr:\n%s", round, tail(p.stderr.String(), 4000))
 			}
 			time.Sleep(time.Millisecond)
 		}
@@ -737,9 +770,11 @@ func batchSIGKILL(t *testing.T, dsn string) {
 			t.Logf("round %d: every batch answered before the kill", round)
 			break
 		}
-		time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond)
+		if round != 1 {
+			time.Sleep(time.Duration(rand.IntN(50)) * time.Millisecond) // anywhere in the next batch
+		}
 		p.kill(t)
-		t.Logf("round %d: SIGKILL with %d of %d batches answered", round, answered.Load(), batches)
+		t.Logf("round %d: SIGKILL with %d of %d batches answered, %d stored", round, answered.Load(), batches, stored())
 		auditExitsZero(t, dsn) // what a SIGKILL left behind passes at once
 		p = startProc(t, "-db", dsn)
 		url.Store(&p.url)
@@ -748,11 +783,14 @@ func batchSIGKILL(t *testing.T, dsn string) {
 	t.Logf("%d batch requests sent for %d batches", sends.Load(), batches)
 
 	want := map[string]int64{}
-	var accepted int
+	var accepted, replayed int
 	for k, a := range answers {
 		id := fmt.Sprintf("kill-%d", k)
 		if a.err != nil || a.status != 200 || a.env.Code != 0 {
 			t.Fatalf("batch %s: %d %+v %v", id, a.status, a.env, a.err)
+		}
+		if a.replayed {
+			replayed++ // made before a kill, answered after it
 		}
 		b := decodeBatch(t, a.env.Data)
 		info := mustBatchInfo(t, p.url, ws.key, id)
@@ -782,6 +820,7 @@ func batchSIGKILL(t *testing.T, dsn string) {
 		accepted += info.Accepted
 		checkStoredBatch(t, dsn, ws.id, id, info.Accepted, info.Accepted)
 	}
+	t.Logf("%d batches answered as replays (made before a kill)", replayed)
 	if int64(accepted) != funded {
 		t.Errorf("%d payouts of 0.01 accepted; want the funding, %d cents, paid out exactly", accepted, funded)
 	}
