@@ -697,6 +697,138 @@ func batchVersusSingles(t *testing.T, dsn string, ws faultWorkspace, urls []stri
 	checkLedger(t, dsn, ws.id, funded, want)
 }
 
+// ---- batches and single payouts sharing payout_ids ----
+
+func TestBatchOverlapSQLite(t *testing.T) {
+	skipShortFault(t)
+	dsn := filepath.Join(t.TempDir(), "overlap.db")
+	ws := newFaultWorkspace(t, dsn, "")
+	p := startProc(t, "-db", dsn)
+	batchOverlap(t, dsn, ws, []string{p.url}, 3)
+	p.term(t, 40*time.Second)
+	auditExitsZero(t, dsn)
+}
+
+func TestBatchOverlapPostgres(t *testing.T) {
+	skipShortFault(t)
+	dsn := pgtest.Postgres(t)
+	ws := newFaultWorkspace(t, dsn, "")
+	p := startProc(t, "-db", dsn)
+	batchOverlap(t, dsn, ws, []string{p.url}, 3)
+	p.term(t, 40*time.Second)
+	auditExitsZero(t, dsn)
+}
+
+// batchOverlap races, in each round, two batches whose payout_ids
+// overlap (one in reverse order) and a single create of every one of their
+// payout_ids, spread over urls, on a balance that covers them all. Every
+// answer is code 0; each payout_id is made once, by one of them, and every
+// other answer is its replay, carrying the same payout; the balance is
+// debited once per payout.
+func batchOverlap(t *testing.T, dsn string, ws faultWorkspace, urls []string, rounds int) {
+	t.Helper()
+	funded := fund(t, urls[0], ws.key, "fund-overlap", fmt.Sprintf("%d.00", 30*rounds))
+	hc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	want := map[string]int64{}
+	for round := range rounds {
+		id := func(i int) string { return fmt.Sprintf("ov%d-%d", round, i) }
+		var first, second []string
+		for i := range 20 {
+			first = append(first, payoutItem(id(i), "1.00"))
+			second = append(second, payoutItem(id(29-i), "1.00")) // 29 down to 10
+		}
+		bodies := []string{batchBody(fmt.Sprintf("ov%d-a", round), false, first...), batchBody(fmt.Sprintf("ov%d-b", round), false, second...)}
+
+		var batchAnswers [2]batchAnswer
+		type singleAnswer struct {
+			status   int
+			env      envelope
+			replayed bool
+			err      error
+		}
+		singles := make([]singleAnswer, 30)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for k := range bodies {
+			wg.Go(func() {
+				<-start
+				batchAnswers[k] = postBatch(context.Background(), hc, urls[k%len(urls)], ws.key, bodies[k])
+			})
+		}
+		for i := range singles {
+			wg.Go(func() {
+				<-start
+				st, env, h, err := doJSON(context.Background(), hc, "POST", urls[(i+1)%len(urls)]+"/v1/payouts", ws.key, payoutItem(id(i), "1.00"))
+				singles[i] = singleAnswer{st, env, h.Get("Idempotent-Replayed") == "true", err}
+			})
+		}
+		close(start)
+		wg.Wait()
+
+		// Every answer's payout, by payout_id; each must be the one stored.
+		seen := map[string]wirePayout{}
+		same := func(who string, p *wirePayout) {
+			if p == nil {
+				t.Errorf("round %d: %s: no payout", round, who)
+				return
+			}
+			if old, ok := seen[p.PayoutID]; ok && old.CreatedAt != p.CreatedAt {
+				t.Errorf("round %d: %s: payout %s created at %s and at %s", round, who, p.PayoutID, old.CreatedAt, p.CreatedAt)
+			}
+			seen[p.PayoutID] = *p
+		}
+		madeBySingle := map[string]bool{}
+		for i, a := range singles {
+			if a.err != nil || a.status != 200 || a.env.Code != 0 {
+				t.Fatalf("round %d: single %s: %d %+v %v", round, id(i), a.status, a.env, a.err)
+			}
+			var p wirePayout
+			if err := json.Unmarshal(a.env.Data, &p); err != nil {
+				t.Fatal(err)
+			}
+			same("single "+id(i), &p)
+			if !a.replayed {
+				madeBySingle[id(i)] = true
+			}
+		}
+		madeByBatch := 0
+		for k, a := range batchAnswers {
+			if a.err != nil || a.status != 200 || a.env.Code != 0 || a.replayed {
+				t.Fatalf("round %d: batch %d: %d %+v replayed=%v %v", round, k, a.status, a.env, a.replayed, a.err)
+			}
+			b := decodeBatch(t, a.env.Data)
+			if b.Accepted != 20 || b.Refused != 0 {
+				t.Errorf("round %d: batch %s: %d accepted, %d refused", round, b.BatchID, b.Accepted, b.Refused)
+			}
+			for _, r := range b.Results {
+				if r.Code != 0 {
+					t.Errorf("round %d: batch %s: %s answered %d %q", round, b.BatchID, r.PayoutID, r.Code, r.Message)
+					continue
+				}
+				same("batch "+b.BatchID, r.Payout)
+			}
+			var created int
+			if err := openDB(t, dsn).QueryRow(`SELECT count(*) FROM payouts WHERE workspace_id = $1 AND batch_id = $2`, ws.id, b.BatchID).Scan(&created); err != nil {
+				t.Fatal(err)
+			}
+			if b.AcceptedAmount != payoutkit.Amount(100*created).String() {
+				t.Errorf("round %d: batch %s: accepted_amount %s for %d payouts it made", round, b.BatchID, b.AcceptedAmount, created)
+			}
+			madeByBatch += created
+			checkStoredBatch(t, dsn, ws.id, b.BatchID, 20, created)
+		}
+		if len(seen) != 30 || len(madeBySingle)+madeByBatch != 30 {
+			t.Errorf("round %d: %d payout_ids answered; %d made by single creates (not replayed), %d by the batches; want 30 made once",
+				round, len(seen), len(madeBySingle), madeByBatch)
+		}
+		for pid := range seen {
+			want[pid] = 100
+		}
+		t.Logf("round %d: %d payouts made by single creates, %d by the batches", round, len(madeBySingle), madeByBatch)
+	}
+	checkLedger(t, dsn, ws.id, funded, want)
+}
+
 // ---- 4. two instances on one PostgreSQL ----
 
 // TestBatchTwoInstancesPostgres: two server processes on one database. The
@@ -705,10 +837,33 @@ func batchVersusSingles(t *testing.T, dsn string, ws faultWorkspace, urls []stri
 func TestBatchTwoInstancesPostgres(t *testing.T) {
 	skipShortFault(t)
 	dsn := pgtest.Postgres(t)
+	race, mixed := newFaultWorkspace(t, dsn, ""), newFaultWorkspace(t, dsn, "")
 	a, b := startProc(t, "-db", dsn), startProc(t, "-db", dsn)
-	urls := []string{a.url, b.url}
-	batchRace(t, dsn, newFaultWorkspace(t, dsn, ""), urls)
-	batchVersusSingles(t, dsn, newFaultWorkspace(t, dsn, ""), urls)
+	batchRace(t, dsn, race, []string{a.url, b.url})
+	batchVersusSingles(t, dsn, mixed, []string{a.url, b.url})
+	a.term(t, 40*time.Second)
+	b.term(t, 40*time.Second)
+	auditExitsZero(t, dsn)
+}
+
+// TestBatchOverlapTwoInstancesPostgres: batches and single creates sharing
+// payout_ids, spread over two server processes on one database, are
+// answered as on one (batchOverlap).
+func TestBatchOverlapTwoInstancesPostgres(t *testing.T) {
+	skipShortFault(t)
+	dsn := pgtest.Postgres(t)
+	ws := newFaultWorkspace(t, dsn, "")
+	a, b := startProc(t, "-db", dsn), startProc(t, "-db", dsn)
+	t.Cleanup(func() {
+		if t.Failed() { // the servers' errors, for the report
+			for _, l := range strings.Split(a.stderr.String()+b.stderr.String(), "\n") {
+				if strings.Contains(l, `"level":"ERROR"`) {
+					t.Log(l)
+				}
+			}
+		}
+	})
+	batchOverlap(t, dsn, ws, []string{a.url, b.url}, 10)
 	a.term(t, 40*time.Second)
 	b.term(t, 40*time.Second)
 	auditExitsZero(t, dsn)
