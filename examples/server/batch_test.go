@@ -869,6 +869,45 @@ func TestBatchOverlapTwoInstancesPostgres(t *testing.T) {
 	auditExitsZero(t, dsn)
 }
 
+// TestSinglesOverlapTwoInstancesPostgres, the same without batches: single
+// creates of the same payout_ids sent at once to two server processes on
+// one database are each answered code 0, one payout per payout_id (section
+// 4: concurrent identical creates make one payout). It fails as
+// TestBatchOverlapTwoInstancesPostgres does (SQLSTATE 40P01, 50000), so
+// that deadlock is not the batches' own.
+func TestSinglesOverlapTwoInstancesPostgres(t *testing.T) {
+	skipShortFault(t)
+	dsn := pgtest.Postgres(t)
+	ws := newFaultWorkspace(t, dsn, "")
+	a, b := startProc(t, "-db", dsn), startProc(t, "-db", dsn)
+	const rounds, ids = 10, 20
+	funded := fund(t, a.url, ws.key, "fund", fmt.Sprintf("%d.00", rounds*ids))
+	hc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	want := map[string]int64{}
+	var failed atomic.Int64
+	for round := range rounds {
+		var wg sync.WaitGroup
+		for i := range 2 * ids { // each payout_id twice, to a and to b, in opposite orders
+			id := fmt.Sprintf("s%d-%d", round, min(i, 2*ids-1-i))
+			url := []string{a.url, b.url}[i%2]
+			want[id] = 100
+			wg.Go(func() {
+				st, env, _, err := doJSON(context.Background(), hc, "POST", url+"/v1/payouts", ws.key, payoutItem(id, "1.00"))
+				if err != nil || st != 200 || env.Code != 0 {
+					failed.Add(1)
+					t.Errorf("%s: %d %+v %v", id, st, env, err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	t.Logf("%d of %d creates not answered code 0", failed.Load(), 2*rounds*ids)
+	checkLedger(t, dsn, ws.id, funded, want)
+	a.term(t, 40*time.Second)
+	b.term(t, 40*time.Second)
+	auditExitsZero(t, dsn)
+}
+
 // ---- 5. SIGKILL during batches of 1,000 ----
 
 func TestBatchSIGKILLSQLite(t *testing.T) {
