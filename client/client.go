@@ -12,7 +12,7 @@
 //	case errors.Is(err, payoutkit.ErrForbidden):           // the key lacks the scope, or its allowlist refuses this address
 //	}
 //
-// Creates are idempotent by payout_id and order_id, so a create whose outcome
+// Creates are idempotent by payout_id, order_id and batch_id, so a create whose outcome
 // is unknown (a timeout, a lost connection) may be sent again as it was.
 package client
 
@@ -79,6 +79,26 @@ func (c *Client) Payout(ctx context.Context, payoutID string) (payoutkit.Payout,
 	var p payoutkit.Payout
 	_, err := c.call(ctx, http.MethodPost, "/v1/payouts/info", map[string]string{"payout_id": payoutID}, &p)
 	return p, err
+}
+
+// CreatePayoutBatch asks for a mass payout: up to payoutkit.MaxBatchItems
+// payouts applied in order under one batch_id. Each item is accepted or
+// refused on its own (see the batch's Results), unless req.AllOrNothing,
+// when a refused item refuses the whole batch with an error whose message
+// begins with the item's path ("payouts[7]: ..."). replayed is true when
+// the server returned a batch created earlier with the same batch_id and
+// request.
+func (c *Client) CreatePayoutBatch(ctx context.Context, req payoutkit.CreatePayoutBatchRequest) (b payoutkit.PayoutBatch, replayed bool, err error) {
+	replayed, err = c.call(ctx, http.MethodPost, "/v1/payouts/batch", req, &b)
+	return b, replayed, err
+}
+
+// PayoutBatch looks a batch up by its batch_id: each result as first
+// answered, each accepted item's payout as it is now.
+func (c *Client) PayoutBatch(ctx context.Context, batchID string) (payoutkit.PayoutBatch, error) {
+	var b payoutkit.PayoutBatch
+	_, err := c.call(ctx, http.MethodPost, "/v1/payouts/batch/info", map[string]string{"batch_id": batchID}, &b)
+	return b, err
 }
 
 // ListPayouts reads one page of the workspace's payouts that match req,

@@ -93,3 +93,48 @@ func TestRequestShape(t *testing.T) {
 		t.Fatalf("%+v %v", b, err)
 	}
 }
+
+func TestBatchRequestAndAnswer(t *testing.T) {
+	const data = `{"batch_id":"b-1","created_at":"2026-11-22T10:00:00Z","all_or_nothing":false,"accepted":1,"refused":1,"accepted_amount":"25.00","results":[` +
+		`{"payout_id":"po-1","code":0,"message":"OK","payout":{"payout_id":"po-1","status":"submitted","amount":"25.00","currency":"USD","asset":"USDT","network":"TRON","address":"T1","payer_id":"p","txid":null,"asset_amount":null,"network_fee":null,"failure_reason":null,"created_at":"2026-11-22T10:00:00Z","updated_at":"2026-11-22T10:00:00Z","approval":"none"}},` +
+		`{"payout_id":"po-2","code":40000,"message":"Insufficient available balance","payout":null}]}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		switch r.URL.Path {
+		case "/v1/payouts/batch":
+			want := `{"batch_id":"b-1","payouts":[{"payout_id":"po-1","amount":"25","asset":"USDT","network":"TRON","address":"T1","payer_id":"p"}],"all_or_nothing":true}`
+			if r.Method != "POST" || string(body) != want {
+				t.Errorf("%s %s", r.Method, body)
+			}
+			w.Header().Set("Idempotent-Replayed", "true")
+		case "/v1/payouts/batch/info":
+			if string(body) != `{"batch_id":"b-1"}` {
+				t.Errorf("info body %s", body)
+			}
+		default:
+			t.Errorf("path %s", r.URL.Path)
+		}
+		io.WriteString(w, `{"code":0,"message":"OK","data":`+data+`}`)
+	}))
+	t.Cleanup(srv.Close)
+	c := client.New(srv.URL, "sk_key")
+	b, replayed, err := c.CreatePayoutBatch(context.Background(), payoutkit.CreatePayoutBatchRequest{
+		BatchID: "b-1", AllOrNothing: true,
+		Payouts: []payoutkit.CreatePayoutRequest{{PayoutID: "po-1", Amount: "25", Asset: "USDT", Network: "TRON", Address: "T1", PayerID: "p"}},
+	})
+	if err != nil || !replayed || b.Accepted != 1 || b.AcceptedAmount != 25_00 || len(b.Results) != 2 ||
+		b.Results[0].Payout.Status != payoutkit.PayoutSubmitted || b.Results[1].Payout != nil || b.Results[1].Code != payoutkit.CodeInvalidInput {
+		t.Fatalf("%+v %v %v", b, replayed, err)
+	}
+	info, err := c.PayoutBatch(context.Background(), "b-1")
+	if err != nil || info.BatchID != "b-1" || info.Results[1].Message != "Insufficient available balance" {
+		t.Fatalf("info %+v %v", info, err)
+	}
+	// A refused all-or-nothing batch is an error naming the item.
+	_, _, err = stub(t, 400, `{"code":40000,"message":"payouts[7]: Insufficient available balance","data":null}`, nil).
+		CreatePayoutBatch(context.Background(), payoutkit.CreatePayoutBatchRequest{})
+	var perr *payoutkit.Error
+	if !errors.As(err, &perr) || perr.Code != payoutkit.CodeInvalidInput || perr.Message != "payouts[7]: Insufficient available balance" {
+		t.Fatalf("refusal: %v", err)
+	}
+}

@@ -21,7 +21,12 @@ type object map[string]json.RawMessage
 // ambiguous: parsers disagree on which value wins, so it is refused).
 // Unknown members are kept and later ignored.
 func readObject(w http.ResponseWriter, r *http.Request) (object, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	return readObjectLimit(w, r, MaxBodyBytes)
+}
+
+// readObjectLimit is readObject with a body of at most limit bytes.
+func readObjectLimit(w http.ResponseWriter, r *http.Request, limit int64) (object, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -48,32 +53,46 @@ func parseObject(body []byte) (object, error) {
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
 		return nil, errorf(payoutkit.CodeInvalidInput, "request body must be a JSON object")
 	}
-	obj := make(object)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, malformed()
-		}
-		name, ok := tok.(string)
-		if !ok {
-			return nil, malformed()
-		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, malformed()
-		}
-		if _, dup := obj[name]; dup {
-			return nil, errorf(payoutkit.CodeInvalidInput, "request body repeats the member "+quoteName(name))
-		}
-		obj[name] = raw
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
+	obj, dup, err := members(dec)
+	switch {
+	case err != nil:
 		return nil, malformed()
+	case dup != "":
+		return nil, errorf(payoutkit.CodeInvalidInput, "request body repeats the member "+quoteName(dup))
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errorf(payoutkit.CodeInvalidInput, "request body must hold a single JSON object")
 	}
 	return obj, nil
+}
+
+// members reads the members of the object whose opening brace dec has
+// just read, through its closing brace. dup is the first name repeated,
+// if any, with obj then incomplete.
+func members(dec *json.Decoder) (obj object, dup string, err error) {
+	obj = make(object)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, "", err
+		}
+		name, ok := tok.(string)
+		if !ok {
+			return nil, "", errors.New("member name expected")
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, "", err
+		}
+		if _, seen := obj[name]; seen {
+			return obj, name, nil
+		}
+		obj[name] = raw
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, "", err
+	}
+	return obj, "", nil
 }
 
 func malformed() error { return errorf(payoutkit.CodeInvalidInput, "request body is not valid JSON") }
@@ -100,29 +119,41 @@ type field struct {
 // required, unless some member has the wrong type, in which case every
 // problem is reported at once.
 func (o object) read(fields ...field) error {
-	var problems []payoutkit.FieldError
-	wrongType := false
+	problems, wrongType := o.check("", fields...)
+	if !wrongType {
+		return nil
+	}
+	return invalid(problems)
+}
+
+// check reads the fields as read does and returns their problems, each
+// field named by prefix and its name ("payouts[3].amount"), and whether
+// one was of the wrong JSON type (a missing one alone is not).
+func (o object) check(prefix string, fields ...field) (problems []payoutkit.FieldError, wrongType bool) {
 	for _, f := range fields {
 		raw, ok := o[f.name]
 		switch {
 		case !ok:
 			if f.required {
-				problems = append(problems, payoutkit.FieldError{Field: f.name, Message: "is required"})
+				problems = append(problems, payoutkit.FieldError{Field: prefix + f.name, Message: "is required"})
 			}
 		case len(raw) > 0 && raw[0] == '"':
 			if err := json.Unmarshal(raw, f.dst); err != nil {
-				problems = append(problems, payoutkit.FieldError{Field: f.name, Message: "must be a string"})
+				problems = append(problems, payoutkit.FieldError{Field: prefix + f.name, Message: "must be a string"})
 				wrongType = true
 			}
 		case !f.required && string(raw) == "null":
 		default:
-			problems = append(problems, payoutkit.FieldError{Field: f.name, Message: "must be a string"})
+			problems = append(problems, payoutkit.FieldError{Field: prefix + f.name, Message: "must be a string"})
 			wrongType = true
 		}
 	}
-	if !wrongType {
-		return nil
-	}
+	return problems, wrongType
+}
+
+// invalid is a 40000 naming each problem's field in its message and its
+// errors.
+func invalid(problems []payoutkit.FieldError) error {
 	parts := make([]string, len(problems))
 	for i, f := range problems {
 		parts[i] = f.Field + " " + f.Message

@@ -35,6 +35,35 @@ func TestOpenAPIDocument(t *testing.T) {
 	}
 }
 
+// Every operation of the OpenAPI document is a route of the handler (with
+// the sandbox on), answering without a key 40100 rather than 40400 or
+// 40500. The other way, a route missing from the document fails every
+// test that calls it: the harness validates each exchange against it.
+func TestOpenAPIOperationsAreRoutes(t *testing.T) {
+	doc, _, err := loadSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, httpserver.Options{Sandbox: true, AuthFailureLimit: -1})
+	n := 0
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			n++
+			r := e.do(method, path, "", nil)
+			want := 40100
+			if op.Security != nil && len(*op.Security) == 0 { // no key needed
+				want = 0
+			}
+			if r.status == 404 || r.status == 405 || (want != 0 && r.env.Code != want) {
+				t.Errorf("%s %s (%s): %d %s", method, path, op.OperationID, r.status, r.body)
+			}
+		}
+	}
+	if n < 13 {
+		t.Fatalf("only %d operations in the document", n)
+	}
+}
+
 // Every row of the contract's error table, over HTTP.
 func TestErrorTable40000(t *testing.T) {
 	e := newEnv(t, httpserver.Options{Sandbox: true})

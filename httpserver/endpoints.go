@@ -104,14 +104,7 @@ func (h *Handler) createPayout(w http.ResponseWriter, r *http.Request, p payoutk
 		return err
 	}
 	var req payoutkit.CreatePayoutRequest
-	if err := body.read(
-		field{"payout_id", true, &req.PayoutID},
-		field{"amount", true, &req.Amount},
-		field{"asset", true, &req.Asset},
-		field{"network", true, &req.Network},
-		field{"address", true, &req.Address},
-		field{"payer_id", true, &req.PayerID},
-	); err != nil {
+	if err := body.read(payoutFields(&req)...); err != nil {
 		return err
 	}
 	payout, replayed, err := h.svc.CreatePayout(r.Context(), p.WorkspaceID, req)

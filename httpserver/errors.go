@@ -56,7 +56,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
 		env.Code, env.Message = payoutkit.CodeRateLimited, cmp.Or(rl.message, "rate limit exceeded; retry later")
 	case errors.As(err, &mbe):
-		env.Code, env.Message = payoutkit.CodeTooLarge, "request body is larger than 64 KiB"
+		env.Code, env.Message = payoutkit.CodeTooLarge, "request body is larger than "+sizeText(mbe.Limit)
 	case errors.As(err, &perr) && validCode(perr.Code):
 		env.Code, env.Message, env.Errors = perr.Code, perr.Message, perr.Fields
 	case r.Context().Err() != nil && errors.Is(err, r.Context().Err()):
@@ -71,6 +71,18 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ri.log.ErrorContext(r.Context(), "internal error", "request_id", ri.id, "err", err)
 	}
 	writeJSON(w, int(env.Code)/100, env)
+}
+
+// sizeText renders a body limit as the contract states it ("64 KiB",
+// "1 MiB").
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }
 
 // validCode reports whether c is one of the contract's error codes.

@@ -49,6 +49,8 @@ func TestObserveRequest(t *testing.T) {
 		{"POST", "/v1/payouts", key, payout, "POST /v1/payouts", 0},
 		{"POST", "/v1/payouts", key, payout, "POST /v1/payouts", 0}, // a replay
 		{"POST", "/v1/payouts/info", key, map[string]any{"payout_id": "po-none"}, "POST /v1/payouts/info", payoutkit.CodeNotFound},
+		{"POST", "/v1/payouts/batch", key, map[string]any{"batch_id": "b-obs", "payouts": []any{payout}}, "POST /v1/payouts/batch", 0},
+		{"POST", "/v1/payouts/batch/info", key, map[string]any{"batch_id": "b-none"}, "POST /v1/payouts/batch/info", payoutkit.CodeNotFound},
 		{"GET", "/v1/balance", "sk_wrong", nil, "GET /v1/balance", payoutkit.CodeUnauthorized},
 		{"HEAD", "/v1/balance", key, nil, "GET /v1/balance", 0},
 		{"GET", "/v1/payouts/po-obs", key, nil, "", payoutkit.CodeNotFound},     // no such path: no raw path as a route

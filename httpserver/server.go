@@ -25,6 +25,11 @@ import (
 // answered with 41300.
 const MaxBodyBytes = 64 << 10
 
+// MaxBatchBodyBytes is the largest body of POST /v1/payouts/batch (1 MiB),
+// room for payoutkit.MaxBatchItems payouts; every other path keeps
+// MaxBodyBytes.
+const MaxBatchBodyBytes = 1 << 20
+
 // OpenAPI is the OpenAPI 3.1 description of the API, served at
 // GET /v1/openapi.yaml.
 //
@@ -139,6 +144,10 @@ func New(svc payoutkit.Service, opts Options) *Handler {
 	h.route("POST /v1/payouts", h.auth(payoutkit.ScopePayoutsWrite, h.createPayout))
 	h.route("POST /v1/payouts/info", h.auth(readOnly, h.payoutInfo))
 	h.route("POST /v1/payouts/list", h.auth(readOnly, h.listPayouts))
+	// Paths of their own: the router matches exact paths, so "batch" is
+	// never read as a payout_id.
+	h.route("POST /v1/payouts/batch", h.auth(payoutkit.ScopePayoutsWrite, h.createPayoutBatch))
+	h.route("POST /v1/payouts/batch/info", h.auth(readOnly, h.payoutBatchInfo))
 	h.route("GET /v1/balance", h.balanceRoute())
 	h.route("GET /v1/coins", h.auth(readOnly, h.coins))
 	h.route("POST /v1/orders", h.auth(payoutkit.ScopeOrdersWrite, h.createOrder))

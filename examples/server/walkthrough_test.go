@@ -45,6 +45,9 @@ var walkthrough = []struct {
 		map[string]any{"next_cursor": nil}},
 	{"List the customer's orders", "POST", "/v1/orders/list", `{"payer_id":"cust-42"}`,
 		map[string]any{"next_cursor": nil}},
+	{"A batch: the second payout is more than is left", "POST", "/v1/payouts/batch",
+		`{"batch_id":"batch-1","payouts":[{"payout_id":"po-2001","amount":"30.00","asset":"USDT","network":"TRON","address":"TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t","payer_id":"cust-42"},{"payout_id":"po-2002","amount":"50.00","asset":"USDT","network":"TRON","address":"TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t","payer_id":"cust-7"}]}`,
+		map[string]any{"batch_id": "batch-1", "accepted": 1, "refused": 1, "accepted_amount": "30.00"}},
 }
 
 // curl renders a step as the README shows it.
