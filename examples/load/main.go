@@ -58,7 +58,10 @@ func main() {
 }
 
 // workloads names what the tool can run; see runWorkload.
-var workloads = []string{"payouts", "payouts-spread", "payouts-controlled", "balance", "mixed"}
+var workloads = []string{"payouts", "payouts-spread", "payouts-controlled", "balance", "mixed", "payouts-batch", "payouts-batch-nowebhook"}
+
+// isBatch reports whether workload w sends batches (POST /v1/payouts/batch).
+func isBatch(w string) bool { return strings.HasPrefix(w, "payouts-batch") }
 
 // options is the command line.
 type options struct {
@@ -80,6 +83,10 @@ type options struct {
 	payoutCents int64
 	prefill     int
 	cpuProfile  string
+	// batchSize and batchClients shape the batch workloads: payouts per
+	// batch, and the clients that send them.
+	batchSize    int
+	batchClients int
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -103,6 +110,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the load tool's own CPU profile (its clients and webhook receiver) to `file`, for go tool pprof")
 	fs.IntVar(&o.prefill, "prefill", 0, "store this many payouts in the hot workspace before the server starts (to measure with a large database)")
+	fs.IntVar(&o.batchSize, "batch-size", 100, "payouts in each batch of the payouts-batch workloads (1 to 1000)")
+	fs.IntVar(&o.batchClients, "batch-clients", 4, "concurrent clients of the payouts-batch workloads (instead of -clients)")
 	fund := fs.String("fund", "10000000.00", "USD `amount` each workspace is funded with")
 	payout := fs.String("amount", "1.00", "USD `amount` of each payout")
 	if err := fs.Parse(args); err != nil {
@@ -146,6 +155,12 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("payouts-spread creates its workspaces, so it needs a server this tool starts (no -url)")
 	case o.url != "" && slices.Contains(o.workloads, "payouts-controlled"):
 		return o, errors.New("payouts-controlled creates its workspace, so it needs a server this tool starts (no -url)")
+	case o.url != "" && slices.Contains(o.workloads, "payouts-batch-nowebhook"):
+		return o, errors.New("payouts-batch-nowebhook creates its workspace, so it needs a server this tool starts (no -url)")
+	case o.batchSize < 1 || o.batchSize > 1000:
+		return o, errors.New("-batch-size must be between 1 and 1000")
+	case o.batchClients < 1 || o.batchClients > 4096:
+		return o, errors.New("-batch-clients must be between 1 and 4096")
 	}
 	if o.url != "" {
 		if err := loopbackOnly(o.url); err != nil {
@@ -233,7 +248,7 @@ func execute(ctx context.Context, o options, progress func(string, ...any)) (*re
 			return nil, err
 		}
 		res := measure(b.pid, nil, func() result {
-			return drive(ctx, o, b.url, func(int) request { return request{method: "GET", path: "/v1/balance", key: "sk_baseline"} })
+			return drive(ctx, o.loop(), b.url, func(int) request { return request{method: "GET", path: "/v1/balance", key: "sk_baseline"} })
 		}, nil)
 		b.stop()
 		res.Name = "baseline (bare net/http)"
@@ -254,7 +269,11 @@ func execute(ctx context.Context, o options, progress func(string, ...any)) (*re
 	rep.Target = t.describe()
 
 	for _, w := range o.workloads {
-		progress("workload %s: %d clients for %s", w, o.clients, o.duration)
+		if isBatch(w) {
+			progress("workload %s: batches of %d, %d clients for %s", w, o.batchSize, o.batchClients, o.duration)
+		} else {
+			progress("workload %s: %d clients for %s", w, o.clients, o.duration)
+		}
 		var settle func(*result)
 		if t.receives() {
 			settle = func(res *result) { res.Delivery = recv.waitDelivered(ctx, res.loadEnded, o.drainWait) }
@@ -268,6 +287,9 @@ func execute(ctx context.Context, o options, progress func(string, ...any)) (*re
 		}
 		if b := rep.Baseline; b != nil && b.ServerCPUPerOp > 0 && res.ServerCPUPerOp > 0 {
 			res.CPUPerOpXBaseline = (res.ServerCPUPerOp + res.DatabaseCPUPerOp) / b.ServerCPUPerOp
+			if bf := res.Batch; bf != nil && bf.ServerCPUPerOp > 0 {
+				bf.CPUPerOpXBaseline = (bf.ServerCPUPerOp + bf.DatabaseCPUPerOp) / b.ServerCPUPerOp
+			}
 		}
 		rep.Workloads = append(rep.Workloads, res)
 	}
