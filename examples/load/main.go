@@ -11,6 +11,7 @@
 //	go run ./examples/load -workload payouts-spread -workspaces 100
 //	go run ./examples/load -workload payouts,payouts-controlled   # the payout controls' cost
 //	go run ./examples/load -url http://127.0.0.1:8080 -key sk_... -workload balance
+//	go run ./examples/load -workload payouts-batch-nowebhook,payouts-batch -batch-size 1000 -batch-clients 4
 //
 // By default it builds examples/server, creates its workspaces with the
 // server's admin command (each with this tool's webhook receiver as its
@@ -19,6 +20,18 @@
 // instead; it then cannot see the server's memory (unless -pid is given) or
 // receive its webhooks. It only ever talks to loopback addresses, and every
 // workload is bounded by -duration and -requests.
+//
+// The batch workloads (contract section 12) send POST /v1/payouts/batch,
+// -batch-size payouts each (a fresh batch_id and fresh payout_ids every
+// time) from -batch-clients clients, to one hot workspace: payouts-batch to
+// the one whose webhooks come to this tool, payouts-batch-nowebhook to one
+// without a webhook URL. A request there is a batch, so the report adds
+// their figures per payout: payouts a second, the server's (and database's)
+// CPU a payout as a multiple of the bare handler's CPU a request, and, with
+// webhooks, how long after each batch's answer the last of its webhooks
+// arrived. Their batches still in flight when the time is up are answered
+// rather than cut off, and the server is left to settle (its hand-offs
+// done) before its CPU is read.
 package main
 
 import (
