@@ -23,10 +23,7 @@ const (
 	// addPayoutDaysSQL adds $3 submitted payouts to day $2's counters.
 	addPayoutDaysSQL = `INSERT INTO payout_days (workspace_id, day, submitted) VALUES ($1, $2, $3)
 		ON CONFLICT (workspace_id, day) DO UPDATE SET submitted = payout_days.submitted + $3`
-	insertBatchSQL = `INSERT INTO payout_batches (` + sqlcore.InsertBatchCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq`
-	// insertBatchItemSQL: $1 the batch's seq, then sqlcore.BatchItemCols.
-	insertBatchItemSQL = `INSERT INTO payout_batch_items (batch_seq, ` + sqlcore.BatchItemCols + `)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+	insertBatchSQL = `INSERT INTO payout_batches (` + sqlcore.InsertBatchCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 )
 
 // CreatePayoutBatch implements payoutkit.Store: one write of the
@@ -61,7 +58,7 @@ func (s *Store) CreatePayoutBatch(ctx context.Context, b payoutkit.PayoutBatch, 
 
 // writeBatch stores the judged batch b: each created payout with its
 // ledger entry and event, the customers' and the day's totals and the
-// balance once, and b's record and items.
+// balance once, and b's row.
 func (s *Store) writeBatch(ctx context.Context, tx *sql.Tx, b payoutkit.PayoutBatch, plan sqlcore.BatchPlan) error {
 	if len(plan.Created) > 0 {
 		res, err := tx.ExecContext(ctx, debitBatchSQL, b.WorkspaceID, plan.Total)
@@ -83,23 +80,12 @@ func (s *Store) writeBatch(ctx context.Context, tx *sql.Tx, b payoutkit.PayoutBa
 			return err
 		}
 	}
-	var seq int64
-	if err := tx.QueryRowContext(ctx, insertBatchSQL, s.ops.BatchRecordArgs(b)...).Scan(&seq); err != nil {
-		return err
-	}
-	insert, err := tx.PrepareContext(ctx, insertBatchItemSQL)
+	args, err := s.ops.BatchRecordArgs(b)
 	if err != nil {
 		return err
 	}
-	defer insert.Close()
-	for i, r := range b.Results {
-		q := r.Requested
-		if _, err := insert.ExecContext(ctx, seq, i, q.PayoutID, int64(q.Amount), q.Asset, q.Network, q.Address, q.PayerID,
-			int(r.Code), r.Message, r.Created); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err = tx.ExecContext(ctx, insertBatchSQL, args...)
+	return err
 }
 
 // insertBatchPayouts inserts the created payouts with their ledger entries
