@@ -3,36 +3,64 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/storage/internal/sqlcore"
 )
 
-// A batch's payouts, ledger entries and events go in one statement per
-// table, each reading the created payouts from one JSON array (json_each):
-// $1 the workspace, $2 the batch's time, $3 the rows, each
-// [payout_id, amount, asset, network, address, payer_id, approval,
-// event id, subject, body], and $4 the batch_id. A statement per payout
-// cost more in its own overhead than in its rows. The batch judged the ids
-// free under the write lock: no conflict can come.
-const (
-	insertBatchPayoutsSQL = `INSERT INTO payouts (` + sqlcore.PayoutCols + `, approval, batch_id)
-		SELECT $1, j.value ->> 0, 'submitted', j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5, '', '', $2, $2,
-			j.value ->> 6, $4
-		FROM json_each($3) j ORDER BY j.key`
-	insertBatchLedgerSQL = `INSERT INTO ledger_entries (` + sqlcore.LedgerCols + `)
-		SELECT $1, 'payout_debit', -(j.value ->> 1), j.value ->> 0, j.value ->> 7, $2 FROM json_each($3) j ORDER BY j.key`
-)
+// A batch's payouts, ledger entries and events go in statements of up to
+// batchChunk rows each, a VALUES list v of anonymous parameters ("?": the
+// driver looks each named one up by a walk of the statement's names, which
+// grows with their number). A statement per payout cost more in its own
+// overhead than in its rows, and rows read out of one JSON argument cost
+// more in parsing. The batch judged the ids free under the write lock: no
+// conflict can come.
+const batchChunk = 100
 
-var (
-	insertBatchEventsSQL = `INSERT INTO events (` + sqlcore.EventCols + `)
-		SELECT j.value ->> 7, w.id, ` + sqlcore.EventValues([]string{"'" + string(payoutkit.EventPayoutSubmitted) + "'", "j.value ->> 8", "$2",
-		"CAST(j.value ->> 9 AS BLOB)", "'pending'", "0", "$2", "''"}) + `
-		FROM json_each($3) j JOIN workspaces w ON w.id = $1 ORDER BY j.key`
-)
+// batchTables are the three tables, each with its INSERT ... SELECT over a
+// VALUES list v of n parameters a row (column1...): what batchRow gives.
+var batchTables = []struct {
+	n          int
+	head, tail string
+}{
+	// workspace, payout_id, amount, asset, network, address, payer_id, approval, created, batch_id
+	{10, `INSERT INTO payouts (` + sqlcore.PayoutCols + `, approval, batch_id)
+		SELECT v.column1, v.column2, 'submitted', v.column3, v.column4, v.column5, v.column6, v.column7, '', '',
+			v.column9, v.column9, v.column8, v.column10 FROM (`, `) v`},
+	// workspace, amount, payout_id, event id, created
+	{5, `INSERT INTO ledger_entries (` + sqlcore.LedgerCols + `)
+		SELECT v.column1, 'payout_debit', -v.column2, v.column3, v.column4, v.column5 FROM (`, `) v`},
+	// event id, workspace, subject, created, body
+	{5, `INSERT INTO events (` + sqlcore.EventCols + `)
+		SELECT v.column1, w.id, ` + sqlcore.EventValues([]string{"'" + string(payoutkit.EventPayoutSubmitted) + "'", "v.column3", "v.column4",
+		"v.column5", "'pending'", "0", "v.column4", "''"}) + ` FROM (`, `) v JOIN workspaces w ON w.id = v.column2`},
+}
+
+// batchRow appends table t's parameters for the created item it.
+func batchRow(args []any, t int, it payoutkit.BatchItem) []any {
+	p, ev := it.Payout, it.Event
+	switch t {
+	case 0:
+		return append(args, p.WorkspaceID, p.PayoutID, int64(p.Amount), p.Asset, p.Network, p.Address, p.PayerID, string(p.Approval),
+			ts(p.CreatedAt), p.BatchID)
+	case 1:
+		return append(args, p.WorkspaceID, int64(p.Amount), p.PayoutID, ev.ID, ts(ev.CreatedAt))
+	}
+	return append(args, ev.ID, p.WorkspaceID, ev.Subject, ts(ev.CreatedAt), ev.Body)
+}
+
+// batchInsertSQL is table t's statement for rows rows.
+func batchInsertSQL(t, rows int) string {
+	tb := batchTables[t]
+	row := "(?" + strings.Repeat(", ?", tb.n-1) + ")"
+	return tb.head + "VALUES " + row + strings.Repeat(", "+row, rows-1) + tb.tail
+}
+
+// fullChunkSQL are the statements of full chunks, by table.
+var fullChunkSQL = [3]string{batchInsertSQL(0, batchChunk), batchInsertSQL(1, batchChunk), batchInsertSQL(2, batchChunk)}
 
 const (
 	// debitBatchSQL takes a batch's total ($2) from the balance, which
@@ -110,26 +138,31 @@ func (s *Store) writeBatch(ctx context.Context, tx *sql.Tx, b payoutkit.PayoutBa
 // insertBatchPayouts inserts the created payouts with their ledger entries
 // and events, and moves each payer's in_progress once.
 func (s *Store) insertBatchPayouts(ctx context.Context, tx *sql.Tx, created []payoutkit.BatchItem) error {
-	rows := make([]any, len(created))
+	first := created[0].Payout
+	for start := 0; start < len(created); start += batchChunk {
+		chunk := created[start:min(start+batchChunk, len(created))]
+		for t := range batchTables {
+			args := make([]any, 0, len(chunk)*batchTables[t].n)
+			for _, it := range chunk {
+				args = batchRow(args, t, it)
+			}
+			query := fullChunkSQL[t]
+			if len(chunk) < batchChunk {
+				query = batchInsertSQL(t, len(chunk))
+			}
+			if _, err := s.st.exec(ctx, tx, query, args...); err != nil {
+				return err
+			}
+		}
+	}
 	payers := map[string]int64{}
 	var order []string
-	for i, it := range created {
-		p, ev := it.Payout, it.Event
-		rows[i] = []any{p.PayoutID, int64(p.Amount), p.Asset, p.Network, p.Address, p.PayerID, string(p.Approval), ev.ID, ev.Subject, string(ev.Body)}
+	for _, it := range created {
+		p := it.Payout
 		if _, ok := payers[p.PayerID]; !ok {
 			order = append(order, p.PayerID)
 		}
 		payers[p.PayerID] += int64(p.Amount)
-	}
-	raw, err := json.Marshal(rows)
-	if err != nil {
-		return err
-	}
-	first := created[0].Payout
-	for _, q := range []string{insertBatchPayoutsSQL, insertBatchLedgerSQL, insertBatchEventsSQL} {
-		if _, err := tx.ExecContext(ctx, q, first.WorkspaceID, ts(first.CreatedAt), string(raw), first.BatchID); err != nil {
-			return err
-		}
 	}
 	for _, payer := range order {
 		if _, err := s.st.exec(ctx, tx, moveCustomerSQL, first.WorkspaceID, payer, 0, 0, payers[payer], ts(first.CreatedAt)); err != nil {
