@@ -324,4 +324,3 @@ func BenchCreatePayoutBatch(b *testing.B, db Bench) {
 		}
 	}
 }
-
