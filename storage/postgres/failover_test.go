@@ -30,6 +30,9 @@ func TestFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
+	if d, err := store.Durability(ctx); err != nil || !d.Replicated() || d.SynchronousStandbysReady != 1 {
+		t.Fatalf("Durability = %+v, %v; want commits waiting for the one synchronous standby", d, err)
+	}
 	eng, err := payoutkit.New(store, &payoutkit.Config{PasswordCost: bcrypt.MinCost})
 	if err != nil {
 		t.Fatal(err)
