@@ -54,6 +54,7 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 	authFailures := fs.Int("auth-failure-limit", httpserver.DefaultAuthFailureLimit, "failed authentications allowed per minute per client address before it is answered 42900 without a key lookup (0: no limit)")
 	allowPrivate := fs.Bool("webhook-allow-private", false, "deliver webhooks to loopback and private addresses outside the sandbox too")
 	withPortal := fs.Bool("portal", true, "serve the staff portal at / beside /v1")
+	readDSN := fs.String("read-db", "", "postgres:// URL of a standby the portal's pages, lists and CSV exports read from (they may lag it by a few seconds); money decisions, /v1 and every write stay on -db (empty: everything on -db)")
 	logFormat := fs.String("log-format", "json", "log lines as `json` or text")
 	retention := fs.Duration("event-retention", payoutkit.DefaultRetention, "delete delivered webhook events recorded longer ago than this `duration` (negative: keep all)")
 	lease := fs.Duration("delivery-lease", time.Minute, "how long a webhook event or payout hand-off claimed by this instance stays reserved to it; another instance takes it over this `duration` after this one dies (at least 2s; under 20s shortens the webhook timeout to half of it)")
@@ -195,7 +196,16 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 			if err != nil {
 				return err
 			}
-			site = portal.New(engine, team, po)
+			var pages portal.Service = engine
+			if *readDSN != "" {
+				reads, closeReads, err := openReplica(ctx, *readDSN, log, cfg)
+				if err != nil {
+					return err
+				}
+				defer closeReads()
+				pages, po.ReadsFromStandby = standbyReads{Engine: engine, reads: reads}, true
+			}
+			site = portal.New(pages, team, po)
 		}
 		handler = mount(handler, site, health(store))
 		srv := &http.Server{

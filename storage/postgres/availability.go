@@ -116,6 +116,11 @@ func (s *Store) Durability(ctx context.Context) (Durability, error) {
 // standby: a single database is a valid choice, but the operator should
 // know what it risks.
 func (s *Store) warnDurability(ctx context.Context) {
+	var standby bool
+	if err := s.d.sqldb.QueryRowContext(ctx, `SELECT pg_is_in_recovery()`).Scan(&standby); err == nil && standby {
+		s.d.log.InfoContext(ctx, "sqlstore: the database is a standby: reads only", "database", s.d.name)
+		return
+	}
 	d, err := s.Durability(ctx)
 	switch {
 	case err != nil:
