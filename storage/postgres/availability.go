@@ -24,12 +24,15 @@ type Timeouts struct {
 	// its peer, and the interval of the probes; three unanswered probes
 	// drop it (default 10 s).
 	KeepAlive time.Duration
-	// Statement is the server's statement_timeout (default 30 s): a
+	// Statement is the server's statement_timeout (default 60 s): a
 	// statement waiting longer, for a lock held by a stalled session, is
-	// cancelled.
+	// cancelled. It is longer than a group commit's own bound (30 s),
+	// which closes the connection instead: a COMMIT cancelled by the
+	// server while it waits for a synchronous standby reports success,
+	// committed locally only, and the store must report it as unknown.
 	Statement time.Duration
 	// IdleInTransaction is the server's
-	// idle_in_transaction_session_timeout (default 30 s): a session whose
+	// idle_in_transaction_session_timeout (default 60 s): a session whose
 	// client vanished mid-transaction releases its locks.
 	IdleInTransaction time.Duration
 }
@@ -48,10 +51,10 @@ func (t Timeouts) withDefaults() Timeouts {
 		t.KeepAlive = 10 * time.Second
 	}
 	if t.Statement <= 0 {
-		t.Statement = 30 * time.Second
+		t.Statement = 60 * time.Second
 	}
 	if t.IdleInTransaction <= 0 {
-		t.IdleInTransaction = 30 * time.Second
+		t.IdleInTransaction = 60 * time.Second
 	}
 	return t
 }
