@@ -16,7 +16,9 @@ import (
 // the items (sqlcore.Ops.BatchRecordArgs); $9-$15 the created payouts
 // (payout_id, amount, asset, network, address, payer_id, approval), $16
 // their total, $17 their events' ids, $18 subjects, $19 bodies; $20-$21
-// each payer's total (payer_id, amount); $22 how many payouts it creates.
+// each payer's total (payer_id, amount); $22 how many payouts it creates;
+// $23 and $24 the owner and end of the lease its payouts' hand-offs (but a
+// held one's) and its events are stored with (NULL: none).
 // The balance was locked and judged by this transaction
 // (sqlcore.Ops.JudgeBatch): it returns the debited rows, 1 whenever $16 is
 // above 0, and the caller fails the write otherwise.
@@ -26,8 +28,12 @@ var pgWriteBatchSQL = `WITH b AS (
 	SELECT * FROM unnest($9::text[], $10::bigint[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $17::text[], $18::text[], $19::bytea[])
 		AS x(payout_id, amount, asset, network, address, payer_id, approval, event_id, subject, body)
 ), p AS (
-	INSERT INTO payouts (` + sqlcore.PayoutCols + `, approval, batch_id)
-	SELECT $1, payout_id, 'submitted', amount, asset, network, address, payer_id, '', '', $3, $3, approval, $2 FROM x
+	INSERT INTO payouts (` + sqlcore.PayoutCols + `, approval, batch_id, ` + sqlcore.PayoutLeaseCols + `)
+	SELECT $1, payout_id, 'submitted', amount, asset, network, address, payer_id, '', '', $3, $3, approval, $2,
+		CASE WHEN approval = 'pending' THEN NULL ELSE $23::text END,
+		CASE WHEN approval = 'pending' OR $23::text IS NULL THEN 0 ELSE 1 END,
+		CASE WHEN approval = 'pending' THEN NULL ELSE $24::timestamptz END
+	FROM x
 	RETURNING seq
 ), h AS (
 	INSERT INTO payout_handoffs (seq) SELECT seq FROM p
@@ -46,9 +52,10 @@ var pgWriteBatchSQL = `WITH b AS (
 	INSERT INTO payout_days (workspace_id, day, submitted) SELECT $1, ` + pgDay("$3::timestamptz") + `, $22::integer WHERE $22::integer > 0
 	ON CONFLICT (workspace_id, day) DO UPDATE SET submitted = payout_days.submitted + EXCLUDED.submitted
 ), e AS (
-	INSERT INTO events (` + sqlcore.EventCols + `)
+	INSERT INTO events (` + sqlcore.EventCols + `, ` + sqlcore.EventLeaseCols + `)
 	SELECT x.event_id, w.id, ` + sqlcore.EventValues([]string{"'" + string(payoutkit.EventPayoutSubmitted) + "'", "x.subject", "$3",
-	"x.body", "'pending'", "0", "$3", "''"}) + `
+	"x.body", "'pending'", "0", "$3", "''"}) + `,
+		CASE WHEN w.webhook_url = '' THEN NULL ELSE $23::text END, CASE WHEN w.webhook_url = '' THEN NULL ELSE $24::timestamptz END
 	FROM x JOIN workspaces w ON w.id = $1
 )
 SELECT count(*) FROM d`
@@ -56,7 +63,7 @@ SELECT count(*) FROM d`
 // CreatePayoutBatch implements payoutkit.Store: one write of its
 // workspace's committer, which locks the balance row once, judges the
 // batch (sqlcore.Ops.JudgeBatch) and stores it with pgWriteBatchSQL.
-func (s *Store) CreatePayoutBatch(ctx context.Context, b payoutkit.PayoutBatch, items []payoutkit.BatchItem) (payoutkit.PayoutBatch, bool, error) {
+func (s *Store) CreatePayoutBatch(ctx context.Context, b payoutkit.PayoutBatch, items []payoutkit.BatchItem, lease payoutkit.Lease) (payoutkit.PayoutBatch, bool, error) {
 	var judged payoutkit.PayoutBatch
 	var created int
 	err := s.w.Write(ctx, b.WorkspaceID, func(ctx context.Context, tx *sql.Tx) error {
@@ -66,7 +73,7 @@ func (s *Store) CreatePayoutBatch(ctx context.Context, b payoutkit.PayoutBatch, 
 			return err
 		}
 		created = len(plan.Created)
-		args, err := s.batchArgs(judged, plan)
+		args, err := s.batchArgs(judged, plan, lease)
 		if err != nil {
 			return err
 		}
@@ -90,14 +97,14 @@ func (s *Store) CreatePayoutBatch(ctx context.Context, b payoutkit.PayoutBatch, 
 	case err != nil:
 		return payoutkit.PayoutBatch{}, false, translate(ctx, "create payout batch", err)
 	}
-	if created > 0 {
+	if created > 0 && lease.Owner == "" {
 		s.w.Committed()
 	}
 	return judged, true, nil
 }
 
 // batchArgs are pgWriteBatchSQL's arguments for the judged batch b.
-func (s *Store) batchArgs(b payoutkit.PayoutBatch, plan sqlcore.BatchPlan) ([]any, error) {
+func (s *Store) batchArgs(b payoutkit.PayoutBatch, plan sqlcore.BatchPlan, lease payoutkit.Lease) ([]any, error) {
 	record, err := s.ops.BatchRecordArgs(b)
 	if err != nil {
 		return nil, err
@@ -121,6 +128,7 @@ func (s *Store) batchArgs(b payoutkit.PayoutBatch, plan sqlcore.BatchPlan) ([]an
 	for i, payer := range payerOrder {
 		payerAmounts[i] = payerTotals[payer]
 	}
+	owner, _, until := sqlcore.LeaseArgs(lease, ts)
 	return append(record, ids, amounts, assets, nets, addrs, payers, approvals, plan.Total, evIDs, subjects, bodies,
-		payerOrder, payerAmounts, m), nil
+		payerOrder, payerAmounts, m, owner, until), nil
 }

@@ -26,30 +26,41 @@ var batchTables = []struct {
 	n          int
 	head, tail string
 }{
-	// workspace, payout_id, amount, asset, network, address, payer_id, approval, created, batch_id
-	{10, `INSERT INTO payouts (` + sqlcore.PayoutCols + `, approval, batch_id)
+	// workspace, payout_id, amount, asset, network, address, payer_id, approval, created, batch_id,
+	// and its hand-off's lease (sqlcore.LeaseArgs)
+	{13, `INSERT INTO payouts (` + sqlcore.PayoutCols + `, approval, batch_id, ` + sqlcore.PayoutLeaseCols + `)
 		SELECT v.column1, v.column2, 'submitted', v.column3, v.column4, v.column5, v.column6, v.column7, '', '',
-			v.column9, v.column9, v.column8, v.column10 FROM (`, `) v`},
+			v.column9, v.column9, v.column8, v.column10, v.column11, v.column12, v.column13 FROM (`, `) v`},
 	// workspace, amount, payout_id, event id, created
 	{5, `INSERT INTO ledger_entries (` + sqlcore.LedgerCols + `)
 		SELECT v.column1, 'payout_debit', -v.column2, v.column3, v.column4, v.column5 FROM (`, `) v`},
-	// event id, workspace, subject, created, body
-	{5, `INSERT INTO events (` + sqlcore.EventCols + `)
+	// event id, workspace, subject, created, body, and its lease's owner
+	// and end, which a workspace without a webhook URL does not take
+	{7, `INSERT INTO events (` + sqlcore.EventCols + `, ` + sqlcore.EventLeaseCols + `)
 		SELECT v.column1, w.id, ` + sqlcore.EventValues([]string{"'" + string(payoutkit.EventPayoutSubmitted) + "'", "v.column3", "v.column4",
-		"v.column5", "'pending'", "0", "v.column4", "''"}) + ` FROM (`, `) v JOIN workspaces w ON w.id = v.column2`},
+		"v.column5", "'pending'", "0", "v.column4", "''"}) + `,
+			CASE WHEN w.webhook_url = '' THEN NULL ELSE v.column6 END, CASE WHEN w.webhook_url = '' THEN NULL ELSE v.column7 END
+		FROM (`, `) v JOIN workspaces w ON w.id = v.column2`},
 }
 
-// batchRow appends table t's parameters for the created item it.
-func batchRow(args []any, t int, it payoutkit.BatchItem) []any {
+// batchRow appends table t's parameters for the created item it, leased
+// as lease says.
+func batchRow(args []any, t int, it payoutkit.BatchItem, lease payoutkit.Lease) []any {
 	p, ev := it.Payout, it.Event
 	switch t {
 	case 0:
+		handoff := lease
+		if p.Approval == payoutkit.ApprovalPending {
+			handoff = payoutkit.Lease{} // held: no hand-off until approved
+		}
+		owner, token, until := sqlcore.LeaseArgs(handoff, ts)
 		return append(args, p.WorkspaceID, p.PayoutID, int64(p.Amount), p.Asset, p.Network, p.Address, p.PayerID, string(p.Approval),
-			ts(p.CreatedAt), p.BatchID)
+			ts(p.CreatedAt), p.BatchID, owner, token, until)
 	case 1:
 		return append(args, p.WorkspaceID, int64(p.Amount), p.PayoutID, ev.ID, ts(ev.CreatedAt))
 	}
-	return append(args, ev.ID, p.WorkspaceID, ev.Subject, ts(ev.CreatedAt), ev.Body)
+	owner, _, until := sqlcore.LeaseArgs(lease, ts)
+	return append(args, ev.ID, p.WorkspaceID, ev.Subject, ts(ev.CreatedAt), ev.Body, owner, until)
 }
 
 // batchInsertSQL is table t's statement for rows rows.
@@ -77,7 +88,7 @@ const (
 // committer's batch, in a savepoint, that judges the batch under the write
 // lock (sqlcore.Ops.JudgeBatch) and stores what it accepted, with the
 // balance debited once for all of it.
-func (s *Store) CreatePayoutBatch(ctx context.Context, b payoutkit.PayoutBatch, items []payoutkit.BatchItem) (payoutkit.PayoutBatch, bool, error) {
+func (s *Store) CreatePayoutBatch(ctx context.Context, b payoutkit.PayoutBatch, items []payoutkit.BatchItem, lease payoutkit.Lease) (payoutkit.PayoutBatch, bool, error) {
 	var judged payoutkit.PayoutBatch
 	var created int
 	err := s.w.Write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
@@ -87,7 +98,7 @@ func (s *Store) CreatePayoutBatch(ctx context.Context, b payoutkit.PayoutBatch, 
 			return err
 		}
 		created = len(plan.Created)
-		return s.writeBatch(ctx, tx, judged, plan)
+		return s.writeBatch(ctx, tx, judged, plan, lease)
 	})
 	switch {
 	case errors.Is(err, sqlcore.ErrNothingToCommit):
@@ -97,7 +108,7 @@ func (s *Store) CreatePayoutBatch(ctx context.Context, b payoutkit.PayoutBatch, 
 	case err != nil:
 		return payoutkit.PayoutBatch{}, false, translate(ctx, "create payout batch", err)
 	}
-	if created > 0 {
+	if created > 0 && lease.Owner == "" {
 		s.w.Committed()
 	}
 	return judged, true, nil
@@ -106,7 +117,7 @@ func (s *Store) CreatePayoutBatch(ctx context.Context, b payoutkit.PayoutBatch, 
 // writeBatch stores the judged batch b: each created payout with its
 // ledger entry and event, the customers' and the day's totals and the
 // balance once, and b's row.
-func (s *Store) writeBatch(ctx context.Context, tx *sql.Tx, b payoutkit.PayoutBatch, plan sqlcore.BatchPlan) error {
+func (s *Store) writeBatch(ctx context.Context, tx *sql.Tx, b payoutkit.PayoutBatch, plan sqlcore.BatchPlan, lease payoutkit.Lease) error {
 	if len(plan.Created) > 0 {
 		res, err := tx.ExecContext(ctx, debitBatchSQL, b.WorkspaceID, plan.Total)
 		if err != nil {
@@ -123,7 +134,7 @@ func (s *Store) writeBatch(ctx context.Context, tx *sql.Tx, b payoutkit.PayoutBa
 		if _, err := tx.ExecContext(ctx, addPayoutDaysSQL, b.WorkspaceID, payoutkit.PayoutDay(b.CreatedAt), len(plan.Created)); err != nil {
 			return err
 		}
-		if err := s.insertBatchPayouts(ctx, tx, plan.Created); err != nil {
+		if err := s.insertBatchPayouts(ctx, tx, plan.Created, lease); err != nil {
 			return err
 		}
 	}
@@ -137,14 +148,14 @@ func (s *Store) writeBatch(ctx context.Context, tx *sql.Tx, b payoutkit.PayoutBa
 
 // insertBatchPayouts inserts the created payouts with their ledger entries
 // and events, and moves each payer's in_progress once.
-func (s *Store) insertBatchPayouts(ctx context.Context, tx *sql.Tx, created []payoutkit.BatchItem) error {
+func (s *Store) insertBatchPayouts(ctx context.Context, tx *sql.Tx, created []payoutkit.BatchItem, lease payoutkit.Lease) error {
 	first := created[0].Payout
 	for start := 0; start < len(created); start += batchChunk {
 		chunk := created[start:min(start+batchChunk, len(created))]
 		for t := range batchTables {
 			args := make([]any, 0, len(chunk)*batchTables[t].n)
 			for _, it := range chunk {
-				args = batchRow(args, t, it)
+				args = batchRow(args, t, it, lease)
 			}
 			query := fullChunkSQL[t]
 			if len(chunk) < batchChunk {
