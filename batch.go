@@ -53,6 +53,19 @@ type BatchResult struct {
 	refusal error
 }
 
+// Err is the item's refusal (nil when accepted): the error a single create
+// would have returned, matching errors.Is as that one does where the batch
+// was judged in this process, else an *Error of its code and message.
+func (r BatchResult) Err() error {
+	switch {
+	case r.Code == 0:
+		return nil
+	case r.refusal != nil:
+		return r.refusal
+	}
+	return NewError(r.Code, r.Message, nil)
+}
+
 // MarshalJSON renders the contract's batch object.
 func (b PayoutBatch) MarshalJSON() ([]byte, error) {
 	out := jsonappend.String(append(make([]byte, 0, 256+len(b.Results)*600), `{"batch_id":`...), b.BatchID)
@@ -201,7 +214,14 @@ func (e *Engine) CreatePayoutBatch(ctx context.Context, workspaceID string, req 
 		}
 		batch[i] = BatchItem{Payout: p, Event: ev}
 	}
-	stored, created, err := e.store.CreatePayoutBatch(ctx, b, batch)
+	// As a single create's, a batch's payouts and events are leased to
+	// this engine's loops in its transaction and given to them after it.
+	d := e.runningLoops()
+	var lease Lease
+	if d != nil {
+		lease = d.offerLease()
+	}
+	stored, created, err := e.store.CreatePayoutBatch(ctx, b, batch, lease)
 	switch {
 	case errors.Is(err, ErrBatchRefused):
 		for i, r := range stored.Results {
@@ -223,11 +243,15 @@ func (e *Engine) CreatePayoutBatch(ctx context.Context, workspaceID string, req 
 		}
 		return stored, true, nil
 	}
-	if e.observePayout != nil {
-		for _, r := range stored.Results {
-			if r.Created {
-				e.observePayout(*r.Payout)
-			}
+	for i, r := range stored.Results {
+		if !r.Created {
+			continue
+		}
+		if lease.Owner != "" {
+			d.offer(*r.Payout, batch[i].Event, lease)
+		}
+		if e.observePayout != nil {
+			e.observePayout(*r.Payout)
 		}
 	}
 	return stored, false, nil
@@ -269,20 +293,17 @@ func (e *Engine) validateBatch(req CreatePayoutBatchRequest) ([]Payout, error) {
 	seen := make(map[string]int, len(req.Payouts))
 	for i, it := range req.Payouts {
 		p, err := e.validatePayout(it)
-		if err != nil {
-			var ve *Error
-			if errors.As(err, &ve) {
-				for _, f := range ve.Fields {
-					v.add(fmt.Sprintf("payouts[%d].%s", i, f.Field), f.Message)
-				}
+		var ve *Error
+		if errors.As(err, &ve) {
+			for _, f := range ve.Fields {
+				v.add(fmt.Sprintf("payouts[%d].%s", i, f.Field), f.Message)
 			}
-			continue
 		}
-		if j, dup := seen[p.PayoutID]; dup {
+		if j, dup := seen[it.PayoutID]; dup && it.PayoutID != "" {
 			v.add(fmt.Sprintf("payouts[%d].payout_id", i), fmt.Sprintf("is also payouts[%d]'s", j))
-			continue
+		} else {
+			seen[it.PayoutID] = i
 		}
-		seen[p.PayoutID] = i
 		items[i] = p
 	}
 	if err := v.err(); err != nil {

@@ -82,7 +82,7 @@ func FuzzMoneyPaths(f *testing.F, open OpenPaths) {
 // Operations, by the low four bits of their byte.
 const (
 	pathOrder        = 0  // create an order
-	pathPay          = 1  // pay an order (maybe again, maybe unknown); also 13
+	pathPay          = 1  // pay an order (maybe again, maybe unknown)
 	pathCreate       = 2  // create a new payout; also 14
 	pathReplay       = 3  // create an earlier payout_id again, with its amount or another
 	pathComplete     = 4  // complete a payout; also 15
@@ -94,6 +94,7 @@ const (
 	pathApprove      = 10 // approve a held payout
 	pathReject       = 11 // reject a held payout
 	pathFund         = 12 // create an order and pay it
+	pathBatch        = 13 // a batch of new payouts, all or nothing when the argument is odd
 )
 
 var (
@@ -114,6 +115,7 @@ const (
 	kindPolicy
 	kindApprove
 	kindReject
+	kindBatch
 )
 
 // pathOp is one operation of a round, decided before the round runs, and
@@ -128,6 +130,10 @@ type pathOp struct {
 	payer  string
 	patch  payoutkit.PolicyPatch
 
+	// A batch's items, each a create answered as the batch answered it.
+	items        []*pathOp
+	allOrNothing bool
+
 	createErr error // a fund's order create
 	err       error
 	replayed  bool
@@ -141,7 +147,7 @@ func (o *pathOp) String() string {
 }
 
 func (k pathKind) String() string {
-	return [...]string{"order", "fund", "pay", "create", "complete", "fail", "policy", "approve", "reject"}[k]
+	return [...]string{"order", "fund", "pay", "create", "complete", "fail", "policy", "approve", "reject", "batch"}[k]
 }
 
 // pathWS is one workspace of an input: its model (what is committed) and
@@ -376,8 +382,20 @@ func (r *pathRun) decide(w *pathWS, b byte) *pathOp {
 		if w.orders%2 == 1 {
 			o.payer = "c1"
 		}
-	case pathPay, 13:
+	case pathPay:
 		o.kind, o.id = kindPay, fmt.Sprint("o", 1+arg%(w.orders+1))
+	case pathBatch:
+		o.kind, o.allOrNothing = kindBatch, arg%2 == 1
+		for i := range 1 + arg%3 {
+			a := pathLimits[(arg+i)%len(pathLimits)]
+			if a == 0 { // a batch with an invalid item is refused whole: keep to valid ones
+				a = 1
+			}
+			w.payouts = append(w.payouts, a)
+			n := len(w.payouts)
+			o.items = append(o.items, &pathOp{ws: w, b: b, kind: kindCreate, id: fmt.Sprint("p", n), amount: a.String(), a: a, payer: fmt.Sprint("c", n%2)})
+		}
+		o.id = fmt.Sprint("b", len(w.payouts))
 	case pathCreate, pathReplay, 14:
 		o.kind = kindCreate
 		n := len(w.payouts)
@@ -441,7 +459,47 @@ func (o *pathOp) do(ctx context.Context, eng *payoutkit.Engine) {
 		o.payout, o.err = eng.ApprovePayout(ctx, ws, o.id, payoutkit.ActorCLI)
 	case kindReject:
 		o.payout, o.err = eng.RejectPayout(ctx, ws, o.id, "no", payoutkit.ActorCLI)
+	case kindBatch:
+		req := payoutkit.CreatePayoutBatchRequest{BatchID: o.id, AllOrNothing: o.allOrNothing}
+		for _, it := range o.items {
+			req.Payouts = append(req.Payouts, payoutkit.CreatePayoutRequest{
+				PayoutID: it.id, Amount: it.amount, Asset: "USDT", Network: "TRON", Address: TronAddress, PayerID: it.payer,
+			})
+		}
+		var b payoutkit.PayoutBatch
+		if b, o.replayed, o.err = eng.CreatePayoutBatch(ctx, ws, req); o.err != nil {
+			return
+		}
+		for i, r := range b.Results {
+			it := o.items[i]
+			if it.err = r.Err(); r.Payout != nil {
+				it.payout, it.replayed = *r.Payout, !r.Created
+			}
+		}
 	}
+}
+
+// expand replaces each batch of ops by its items, as creates: apply holds
+// what the model applies, check what verify reads back. A refused
+// all-or-nothing batch applies nothing, and none of its payouts may exist.
+func expand(ops []*pathOp) (apply, check []*pathOp) {
+	for _, o := range ops {
+		if o.kind != kindBatch {
+			apply, check = append(apply, o), append(check, o)
+			continue
+		}
+		switch kind := errorKind(o.err); {
+		case o.err == nil:
+			apply, check = append(apply, o.items...), append(check, o.items...)
+		case o.allOrNothing && (kind == "insufficient" || kind == "limit"):
+			for _, it := range o.items {
+				check = append(check, &pathOp{ws: it.ws, b: it.b, kind: kindCreate, id: it.id, err: o.err})
+			}
+		default: // the model refuses any other answer of a batch as a create's
+			apply = append(apply, &pathOp{ws: o.ws, b: o.b, kind: kindCreate, id: o.id, err: o.err})
+		}
+	}
+	return apply, check
 }
 
 // watch reads the workspaces' balances until stop is called, and returns
@@ -543,7 +601,8 @@ func (r *pathRun) callerTx(round int, commit bool, inTx, beside []*pathOp) {
 	if err := w.m.check(after); err != nil {
 		t.Fatalf("round %d (%s): workspace %s: %v", round, what, w.name, err)
 	}
-	if err := r.verify(w.m, w, inTx, r.store); err != nil {
+	_, check := expand(inTx)
+	if err := r.verify(w.m, w, check, r.store); err != nil {
 		t.Fatalf("round %d (%s): workspace %s: %v", round, what, w.name, err)
 	}
 	if len(beside) > 0 {
@@ -586,7 +645,8 @@ func (r *pathRun) inTx(commit bool, ops []*pathOp) (last payoutkit.Audit, m *pat
 		if o.err != nil && last != before {
 			return last, nil, fmt.Errorf("in the transaction, step %d: %v failed with %v but changed money: %+v -> %+v", i, o, o.err, before, last)
 		}
-		if err := m.apply([]*pathOp{o}, nil); err != nil {
+		applied, _ := expand([]*pathOp{o})
+		if err := m.apply(applied, nil); err != nil {
 			return last, nil, fmt.Errorf("in the transaction, step %d: %w", i, err)
 		}
 		if err := m.check(last); err != nil {
@@ -602,6 +662,7 @@ func (r *pathRun) settle(round int, what string, w *pathWS, m *pathModel, ops []
 	t := r.t
 	t.Helper()
 	readPolicy := func() (payoutkit.PayoutPolicy, error) { return s.PayoutPolicy(r.ctx, w.id) }
+	ops, check := expand(ops)
 	if err := m.apply(ops, readPolicy); err != nil {
 		t.Fatalf("round %d (%s), workspace %s: %v", round, what, w.name, err)
 	}
@@ -619,7 +680,7 @@ func (r *pathRun) settle(round int, what string, w *pathWS, m *pathModel, ops []
 	if b.Available != a.Available || b.InProgress != a.InProgress {
 		t.Fatalf("round %d (%s), workspace %s: balance %+v differs from its audit %+v", round, what, w.name, b, a)
 	}
-	if err := r.verify(m, w, ops, s); err != nil {
+	if err := r.verify(m, w, check, s); err != nil {
 		t.Fatalf("round %d (%s), workspace %s: %v", round, what, w.name, err)
 	}
 }
@@ -1127,6 +1188,15 @@ func pathSeeds() [][]byte {
 		// A transaction rolled back with an overdraft and a refund, beside creates on B, then one committed on B.
 		slices.Concat(together(0, true, fund10, fund10), inTx(0, false, []byte{ten, two50, pop(pathFail, 0)}, two50, two50, big),
 			inTx(1, true, []byte{pop(pathFail, 0), two50, big}, two50, two50, two50)),
+		// Batches race creates on a small balance, one of them all or nothing; then a batch alone.
+		slices.Concat(alone(fund10), together(0, false, pop(pathBatch, 2), two50, two50, pop(pathBatch, 3), two50, pop(pathBatch, 1)),
+			alone(pop(pathBatch, 4))),
+		// Batches under a daily limit and an approval hold, beside creates and settlements.
+		slices.Concat(alone(fund99, pop(pathDaily, 2), pop(pathApprovalOver, 1)), together(0, false, pop(pathBatch, 5), two50, pop(pathBatch, 4), pop(pathApprove, 0)),
+			together(0, false, pop(pathFail, 1), pop(pathBatch, 0), pop(pathReject, 2))),
+		// Batches in a caller's transaction, committed and rolled back, beside a batch on B.
+		slices.Concat(together(0, true, fund10, fund10), inTx(0, true, []byte{pop(pathBatch, 2), pop(pathBatch, 3), two50}, pop(pathBatch, 2)),
+			inTx(0, false, []byte{pop(pathBatch, 0), pop(pathBatch, 1)}, two50)),
 		// Two of FuzzMoneyInvariants' seeds, one operation at a time.
 		alone(0x30, 0x31, 0x36, 0x02, 0x12, 0x22, 0x05, 0x22, 0x32, 0x12),
 		alone(0x30, 0x31, 0x19, 0x22, 0x12, 0x0a, 0x22, 0x1b, 0x09, 0x08, 0x52, 0x12),
