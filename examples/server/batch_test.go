@@ -269,24 +269,24 @@ func checkLedger(t testing.TB, dsn, ws string, funded int64, want map[string]int
 }
 
 // checkStoredBatch checks that batchID exists once in the database, whole:
-// accepted items answered code 0 (replays included), and created payouts
-// naming it.
+// its record counts accepted items (replays included), and the payouts
+// naming it are the created ones, summing to its accepted_amount.
 func checkStoredBatch(t testing.TB, dsn, ws, batchID string, accepted, created int) {
 	t.Helper()
 	db := openDB(t, dsn)
-	var batches, payouts, items int
-	if err := db.QueryRow(`SELECT count(*) FROM payout_batches WHERE workspace_id = $1 AND batch_id = $2`, ws, batchID).Scan(&batches); err != nil {
+	var batches, storedAccepted, payouts int
+	var amount, sum int64
+	if err := db.QueryRow(`SELECT count(*), coalesce(max(accepted), 0), coalesce(max(accepted_amount), 0)
+		FROM payout_batches WHERE workspace_id = $1 AND batch_id = $2`, ws, batchID).Scan(&batches, &storedAccepted, &amount); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.QueryRow(`SELECT count(*) FROM payouts WHERE workspace_id = $1 AND batch_id = $2`, ws, batchID).Scan(&payouts); err != nil {
+	if err := db.QueryRow(`SELECT count(*), coalesce(sum(amount), 0) FROM payouts WHERE workspace_id = $1 AND batch_id = $2`,
+		ws, batchID).Scan(&payouts, &sum); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.QueryRow(`SELECT count(*) FROM payout_batch_items i JOIN payout_batches b ON b.seq = i.batch_seq
-		WHERE b.workspace_id = $1 AND b.batch_id = $2 AND i.code = 0`, ws, batchID).Scan(&items); err != nil {
-		t.Fatal(err)
-	}
-	if batches != 1 || payouts != created || items != accepted {
-		t.Errorf("batch %s: %d records, %d payouts, %d accepted items stored; want 1, %d, %d", batchID, batches, payouts, items, created, accepted)
+	if batches != 1 || storedAccepted != accepted || payouts != created || sum != amount {
+		t.Errorf("batch %s: %d records accepting %d, %d payouts of %d cents (accepted_amount %d); want 1 record accepting %d, %d payouts",
+			batchID, batches, storedAccepted, payouts, sum, amount, accepted, created)
 	}
 }
 
