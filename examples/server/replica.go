@@ -2,13 +2,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/storage/postgres"
 )
+
+// replicaSchemaWait is how long serve waits for -read-db's standby to
+// replay -db's schema.
+const replicaSchemaWait = 30 * time.Second
 
 // openReplica opens the standby of serve's -read-db and an engine over it
 // that only reads: no loops run on it, and the store applies no migration
@@ -17,7 +23,23 @@ func openReplica(ctx context.Context, dsn string, log *slog.Logger, primary *pay
 	if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
 		return nil, nil, fmt.Errorf("-read-db: give a postgres:// URL of a standby of -db")
 	}
-	store, err := postgres.Open(ctx, dsn, postgres.WithExistingSchema(), postgres.WithLogger(log))
+	// A standby may not have replayed the schema the primary just
+	// migrated to (a synchronous standby acknowledges WAL on disk, not
+	// applied): wait for it a while.
+	var store *postgres.Store
+	var err error
+	for deadline := time.Now().Add(replicaSchemaWait); ; {
+		store, err = postgres.Open(ctx, dsn, postgres.WithExistingSchema(), postgres.WithLogger(log))
+		lagging := errors.Is(err, postgres.ErrNoSchema) || errors.Is(err, postgres.ErrSchemaOutdated)
+		if !lagging || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("-read-db: %w", err)
 	}
