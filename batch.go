@@ -214,7 +214,14 @@ func (e *Engine) CreatePayoutBatch(ctx context.Context, workspaceID string, req 
 		}
 		batch[i] = BatchItem{Payout: p, Event: ev}
 	}
-	stored, created, err := e.store.CreatePayoutBatch(ctx, b, batch)
+	// As a single create's, a batch's payouts and events are leased to
+	// this engine's loops in its transaction and given to them after it.
+	d := e.runningLoops()
+	var lease Lease
+	if d != nil {
+		lease = d.offerLease()
+	}
+	stored, created, err := e.store.CreatePayoutBatch(ctx, b, batch, lease)
 	switch {
 	case errors.Is(err, ErrBatchRefused):
 		for i, r := range stored.Results {
@@ -236,11 +243,15 @@ func (e *Engine) CreatePayoutBatch(ctx context.Context, workspaceID string, req 
 		}
 		return stored, true, nil
 	}
-	if e.observePayout != nil {
-		for _, r := range stored.Results {
-			if r.Created {
-				e.observePayout(*r.Payout)
-			}
+	for i, r := range stored.Results {
+		if !r.Created {
+			continue
+		}
+		if lease.Owner != "" {
+			d.offer(*r.Payout, batch[i].Event, lease)
+		}
+		if e.observePayout != nil {
+			e.observePayout(*r.Payout)
 		}
 	}
 	return stored, false, nil

@@ -19,6 +19,7 @@ const (
 	CodeTooLarge         Code = 41300
 	CodeRateLimited      Code = 42900
 	CodeInternal         Code = 50000
+	CodeUnavailable      Code = 50300
 )
 
 // Every error the engine returns for a caller's mistake is an *Error that
@@ -34,6 +35,11 @@ var (
 	ErrForbidden           = &Error{Code: CodeForbidden, Message: "forbidden"}
 	ErrNotFound            = &Error{Code: CodeNotFound, Message: "not found"}
 	ErrConflict            = &Error{Code: CodeConflict, Message: "conflict"}
+	// ErrUnavailable is a store's answer when its database cannot be
+	// reached, or a write's commit got no answer: the write may or may not
+	// have happened, and the same request again (the same payout_id,
+	// order_id or batch_id) tells.
+	ErrUnavailable = &Error{Code: CodeUnavailable, Message: "the database is unavailable; retry with the same payout_id"}
 )
 
 // FieldError names one invalid request field and what is wrong with it.
@@ -96,6 +102,8 @@ func NewError(code Code, message string, fields []FieldError) *Error {
 		kind = ErrNotFound
 	case CodeConflict:
 		kind = ErrConflict
+	case CodeUnavailable:
+		kind = ErrUnavailable
 	}
 	if message == "" && len(fields) > 0 {
 		message = fieldsMessage(fields)

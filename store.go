@@ -66,12 +66,12 @@ type Store interface {
 	// order, atomically: it reads a BatchCheck under the balance's lock
 	// (with the payouts already stored among the items' payout_ids) and
 	// stores what BatchCheck.Apply accepts as CreatePayout stores a payout
-	// (its debit, ledger entry, customer totals and event; no lease), with
-	// b's record and results. A taken b.BatchID changes nothing and returns
+	// (its debit, ledger entry, customer totals and event, leased as
+	// lease says), with b's record and results. A taken b.BatchID changes nothing and returns
 	// the stored batch (as PayoutBatch does) with created false; a refused
 	// all-or-nothing batch stores nothing and is ErrBatchRefused with the
 	// batch as judged.
-	CreatePayoutBatch(ctx context.Context, b PayoutBatch, items []BatchItem) (stored PayoutBatch, created bool, err error)
+	CreatePayoutBatch(ctx context.Context, b PayoutBatch, items []BatchItem, lease Lease) (stored PayoutBatch, created bool, err error)
 	// PayoutBatch returns a batch with its results in request order, each
 	// accepted item's payout as it is now.
 	PayoutBatch(ctx context.Context, workspaceID, batchID string) (PayoutBatch, error)

@@ -59,6 +59,11 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		env.Code, env.Message = payoutkit.CodeTooLarge, "request body is larger than "+sizeText(mbe.Limit)
 	case errors.As(err, &perr) && validCode(perr.Code):
 		env.Code, env.Message, env.Errors = perr.Code, perr.Message, perr.Fields
+		if perr.Code == payoutkit.CodeUnavailable {
+			ri := info(r)
+			ri.log.WarnContext(r.Context(), "database unavailable", "request_id", ri.id, "err", err)
+			w.Header().Set("Retry-After", "1")
+		}
 	case r.Context().Err() != nil && errors.Is(err, r.Context().Err()):
 		// The client went away (or the server is shutting down) before the
 		// answer: nobody reads it, and nothing is wrong with the server. A
@@ -90,7 +95,7 @@ func validCode(c payoutkit.Code) bool {
 	switch c {
 	case payoutkit.CodeInvalidInput, payoutkit.CodeUnauthorized, payoutkit.CodeForbidden, payoutkit.CodeNotFound,
 		payoutkit.CodeMethodNotAllowed, payoutkit.CodeConflict, payoutkit.CodeTooLarge,
-		payoutkit.CodeRateLimited, payoutkit.CodeInternal:
+		payoutkit.CodeRateLimited, payoutkit.CodeInternal, payoutkit.CodeUnavailable:
 		return true
 	}
 	return false

@@ -129,6 +129,10 @@ type Options struct {
 	// ("" for none), linked beside its txid on the withdrawal page. The
 	// EVM processor's configuration makes one. Defaults to no links.
 	ExplorerURL func(network, txid string) string
+	// ReadsFromStandby says that the service reads the pages' lists from
+	// a standby, which may lag the primary: every signed-in page's footer
+	// says so.
+	ReadsFromStandby bool
 }
 
 // Handler serves the portal's pages. It is safe for concurrent use.
@@ -142,6 +146,8 @@ type Handler struct {
 	root   http.Handler
 	// explorer is Options.ExplorerURL.
 	explorer func(network, txid string) string
+	// standby is Options.ReadsFromStandby.
+	standby bool
 }
 
 //go:embed assets
@@ -159,7 +165,8 @@ func New(svc Service, team Team, opts Options) *Handler {
 	if opts.ClientAddress == nil {
 		opts.ClientAddress = remoteHost
 	}
-	h := &Handler{svc: svc, team: team, log: opts.Logger, maxAge: opts.SessionMaxAge, client: opts.ClientAddress, pages: parsePages(), explorer: opts.ExplorerURL}
+	h := &Handler{svc: svc, team: team, log: opts.Logger, maxAge: opts.SessionMaxAge, client: opts.ClientAddress, pages: parsePages(), explorer: opts.ExplorerURL,
+		standby: opts.ReadsFromStandby}
 	admin, developer := payoutkit.RoleAdmin, payoutkit.RoleDeveloper
 
 	mux := http.NewServeMux()

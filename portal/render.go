@@ -113,6 +113,8 @@ type page struct {
 	// Role is the signed-in user's role: the layout and the pages offer
 	// only the links and forms it allows.
 	Role payoutkit.Role
+	// Standby is set when the pages read from a standby.
+	Standby bool
 }
 
 // Admin reports whether the page's user has the admin role.
@@ -142,7 +144,7 @@ func (h *Handler) renderPage(w http.ResponseWriter, r *request, status int, name
 		h.serverError(w, r.Request, err)
 		return
 	}
-	p.Staff, p.Workspace, p.CSRF, p.Role = r.session.StaffEmail, ws.Name, r.csrf, r.session.Role
+	p.Staff, p.Workspace, p.CSRF, p.Role, p.Standby = r.session.StaffEmail, ws.Name, r.csrf, r.session.Role, h.standby
 	h.render(w, r.Request, status, name, p)
 }
 

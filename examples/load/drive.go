@@ -15,10 +15,12 @@ import (
 // request is one API call of a workload. answered, if set, learns the
 // envelope's code and when the answer arrived; unanswered, if set, learns
 // that no answer came (a transport error, or the run ended first), so the
-// request's outcome is unknown until it is sent again.
+// request's outcome is unknown until it is sent again. data, if set, is a
+// pointer the envelope's data is decoded into before answered is called.
 type request struct {
 	method, path, key string
 	body              []byte
+	data              any
 	answered          func(code int, at time.Time)
 	unanswered        func()
 }
@@ -47,8 +49,31 @@ type result struct {
 	DatabaseCPUPerOp  float64   `json:"database_cpu_us_per_request,omitempty"`
 	CPUPerOpXBaseline float64   `json:"cpu_per_request_x_baseline,omitempty"`
 	Delivery          *delivery `json:"delivery,omitempty"`
+	// Batch is set for the batch workloads, whose requests each carry
+	// many payouts.
+	Batch *batchFigures `json:"batch,omitempty"`
 
-	loadEnded time.Time
+	loadEnded    time.Time
+	elapsed      time.Duration // from the first request to the last answer
+	serverUsed   time.Duration // the server's CPU over the workload and its settle
+	databaseUsed time.Duration // the database processes', on PostgreSQL
+}
+
+// batchFigures are a batch workload's figures per payout rather than per
+// request (a request is one batch). Payouts counts the items of every
+// answered batch, accepted or refused; CPU per payout is the server's and
+// the database's CPU over the workload, its webhooks' delivery and the
+// server's settling afterwards, divided by Payouts.
+type batchFigures struct {
+	Size              int     `json:"batch_size"`
+	Clients           int     `json:"clients"`
+	Payouts           int     `json:"payouts"`
+	Accepted          int     `json:"accepted"`
+	Refused           int     `json:"refused"`
+	PayoutRate        float64 `json:"payouts_per_second"`
+	ServerCPUPerOp    float64 `json:"server_cpu_us_per_payout,omitempty"`
+	DatabaseCPUPerOp  float64 `json:"database_cpu_us_per_payout,omitempty"`
+	CPUPerOpXBaseline float64 `json:"cpu_per_payout_x_baseline,omitempty"`
 }
 
 // millis marshals a duration as fractional milliseconds.
@@ -71,21 +96,40 @@ func newHTTPClient(clients int) *http.Client {
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }
 
-// drive runs a closed loop: o.clients goroutines each send next(client)'s
-// request, wait for its answer, and send the next, until o.duration passes
-// or o.requests have been sent.
-func drive(ctx context.Context, o options, baseURL string, next func(client int) request) result {
-	ctx, cancel := context.WithTimeout(ctx, o.duration)
+// loop is how a workload's closed loop runs: its clients, its bounds, and
+// whether the requests still in flight when the time is up are waited for
+// (finish) rather than cut off.
+type loop struct {
+	clients  int
+	duration time.Duration
+	requests int
+	finish   bool
+}
+
+// loop is the command line's closed loop, as most workloads run it.
+func (o options) loop() loop {
+	return loop{clients: o.clients, duration: o.duration, requests: o.requests}
+}
+
+// drive runs a closed loop: l.clients goroutines each send next(client)'s
+// request, wait for its answer, and send the next, until l.duration passes
+// or l.requests have been sent.
+func drive(ctx context.Context, l loop, baseURL string, next func(client int) request) result {
+	runCtx, cancel := context.WithTimeout(ctx, l.duration)
 	defer cancel()
-	hc := newHTTPClient(o.clients)
+	reqCtx := runCtx // the requests end with the run, unless they finish
+	if l.finish {
+		reqCtx = ctx
+	}
+	hc := newHTTPClient(l.clients)
 	defer hc.CloseIdleConnections()
 
 	var (
 		mu      sync.Mutex
 		all     []time.Duration
 		res     result
-		budget  = o.requests
-		limited = o.requests > 0
+		budget  = l.requests
+		limited = l.requests > 0
 	)
 	take := func() bool {
 		if !limited {
@@ -102,20 +146,20 @@ func drive(ctx context.Context, o options, baseURL string, next func(client int)
 
 	start := time.Now()
 	var wg sync.WaitGroup
-	for c := range o.clients {
+	for c := range l.clients {
 		wg.Go(func() {
 			var lat []time.Duration
 			var ok, refused, failed int
 			var firstErr string
-			for ctx.Err() == nil && take() {
+			for runCtx.Err() == nil && take() {
 				req := next(c)
 				t0 := time.Now()
-				code, err := call(ctx, hc, baseURL, req)
+				code, err := call(reqCtx, hc, baseURL, req)
 				at := time.Now()
 				if err != nil && req.unanswered != nil {
 					req.unanswered()
 				}
-				if ctx.Err() != nil && err != nil {
+				if reqCtx.Err() != nil && err != nil {
 					break // cut off by the end of the run, not an answer
 				}
 				lat = append(lat, at.Sub(t0))
@@ -146,10 +190,10 @@ func drive(ctx context.Context, o options, baseURL string, next func(client int)
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	res.elapsed = time.Since(start)
 	res.loadEnded = time.Now()
 	res.Requests = len(all)
-	res.Rate = float64(len(all)) / elapsed.Seconds()
+	res.Rate = float64(len(all)) / res.elapsed.Seconds()
 	if len(all) > 0 {
 		slices.Sort(all)
 		res.P50 = millis(percentile(all, 0.50))
@@ -184,14 +228,25 @@ func call(ctx context.Context, hc *http.Client, baseURL string, r request) (int,
 		return 0, err
 	}
 	defer resp.Body.Close()
-	var env struct {
+	// Data holds r.data's pointer, so the decoder fills what it points to
+	// (and leaves it alone for a null); without one it skips the data.
+	env := struct {
 		Code *int `json:"code"`
+		Data any  `json:"data"`
+	}{Data: r.data}
+	if r.data == nil {
+		env.Data = &skip{}
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil || env.Code == nil {
 		return 0, &httpError{status: resp.StatusCode}
 	}
 	return *env.Code, nil
 }
+
+// skip decodes any JSON value into nothing.
+type skip struct{}
+
+func (*skip) UnmarshalJSON([]byte) error { return nil }
 
 // httpError is an answer that is not the API's envelope.
 type httpError struct{ status int }

@@ -11,6 +11,7 @@
 //	go run ./examples/load -workload payouts-spread -workspaces 100
 //	go run ./examples/load -workload payouts,payouts-controlled   # the payout controls' cost
 //	go run ./examples/load -url http://127.0.0.1:8080 -key sk_... -workload balance
+//	go run ./examples/load -workload payouts-batch-nowebhook,payouts-batch -batch-size 1000 -batch-clients 4
 //
 // By default it builds examples/server, creates its workspaces with the
 // server's admin command (each with this tool's webhook receiver as its
@@ -19,6 +20,18 @@
 // instead; it then cannot see the server's memory (unless -pid is given) or
 // receive its webhooks. It only ever talks to loopback addresses, and every
 // workload is bounded by -duration and -requests.
+//
+// The batch workloads (contract section 12) send POST /v1/payouts/batch,
+// -batch-size payouts each (a fresh batch_id and fresh payout_ids every
+// time) from -batch-clients clients, to one hot workspace: payouts-batch to
+// the one whose webhooks come to this tool, payouts-batch-nowebhook to one
+// without a webhook URL. A request there is a batch, so the report adds
+// their figures per payout: payouts a second, the server's (and database's)
+// CPU a payout as a multiple of the bare handler's CPU a request, and, with
+// webhooks, how long after each batch's answer the last of its webhooks
+// arrived. Their batches still in flight when the time is up are answered
+// rather than cut off, and the server is left to settle (its hand-offs
+// done) before its CPU is read.
 package main
 
 import (
@@ -58,7 +71,10 @@ func main() {
 }
 
 // workloads names what the tool can run; see runWorkload.
-var workloads = []string{"payouts", "payouts-spread", "payouts-controlled", "balance", "mixed"}
+var workloads = []string{"payouts", "payouts-spread", "payouts-controlled", "balance", "mixed", "payouts-batch", "payouts-batch-nowebhook"}
+
+// isBatch reports whether workload w sends batches (POST /v1/payouts/batch).
+func isBatch(w string) bool { return strings.HasPrefix(w, "payouts-batch") }
 
 // options is the command line.
 type options struct {
@@ -80,6 +96,10 @@ type options struct {
 	payoutCents int64
 	prefill     int
 	cpuProfile  string
+	// batchSize and batchClients shape the batch workloads: payouts per
+	// batch, and the clients that send them.
+	batchSize    int
+	batchClients int
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -103,6 +123,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the load tool's own CPU profile (its clients and webhook receiver) to `file`, for go tool pprof")
 	fs.IntVar(&o.prefill, "prefill", 0, "store this many payouts in the hot workspace before the server starts (to measure with a large database)")
+	fs.IntVar(&o.batchSize, "batch-size", 100, "payouts in each batch of the payouts-batch workloads (1 to 1000)")
+	fs.IntVar(&o.batchClients, "batch-clients", 4, "concurrent clients of the payouts-batch workloads (instead of -clients)")
 	fund := fs.String("fund", "10000000.00", "USD `amount` each workspace is funded with")
 	payout := fs.String("amount", "1.00", "USD `amount` of each payout")
 	if err := fs.Parse(args); err != nil {
@@ -146,6 +168,12 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("payouts-spread creates its workspaces, so it needs a server this tool starts (no -url)")
 	case o.url != "" && slices.Contains(o.workloads, "payouts-controlled"):
 		return o, errors.New("payouts-controlled creates its workspace, so it needs a server this tool starts (no -url)")
+	case o.url != "" && slices.Contains(o.workloads, "payouts-batch-nowebhook"):
+		return o, errors.New("payouts-batch-nowebhook creates its workspace, so it needs a server this tool starts (no -url)")
+	case o.batchSize < 1 || o.batchSize > 1000:
+		return o, errors.New("-batch-size must be between 1 and 1000")
+	case o.batchClients < 1 || o.batchClients > 4096:
+		return o, errors.New("-batch-clients must be between 1 and 4096")
 	}
 	if o.url != "" {
 		if err := loopbackOnly(o.url); err != nil {
@@ -233,7 +261,7 @@ func execute(ctx context.Context, o options, progress func(string, ...any)) (*re
 			return nil, err
 		}
 		res := measure(b.pid, nil, func() result {
-			return drive(ctx, o, b.url, func(int) request { return request{method: "GET", path: "/v1/balance", key: "sk_baseline"} })
+			return drive(ctx, o.loop(), b.url, func(int) request { return request{method: "GET", path: "/v1/balance", key: "sk_baseline"} })
 		}, nil)
 		b.stop()
 		res.Name = "baseline (bare net/http)"
@@ -254,7 +282,11 @@ func execute(ctx context.Context, o options, progress func(string, ...any)) (*re
 	rep.Target = t.describe()
 
 	for _, w := range o.workloads {
-		progress("workload %s: %d clients for %s", w, o.clients, o.duration)
+		if isBatch(w) {
+			progress("workload %s: batches of %d, %d clients for %s", w, o.batchSize, o.batchClients, o.duration)
+		} else {
+			progress("workload %s: %d clients for %s", w, o.clients, o.duration)
+		}
 		var settle func(*result)
 		if t.receives() {
 			settle = func(res *result) { res.Delivery = recv.waitDelivered(ctx, res.loadEnded, o.drainWait) }
@@ -268,6 +300,9 @@ func execute(ctx context.Context, o options, progress func(string, ...any)) (*re
 		}
 		if b := rep.Baseline; b != nil && b.ServerCPUPerOp > 0 && res.ServerCPUPerOp > 0 {
 			res.CPUPerOpXBaseline = (res.ServerCPUPerOp + res.DatabaseCPUPerOp) / b.ServerCPUPerOp
+			if bf := res.Batch; bf != nil && bf.ServerCPUPerOp > 0 {
+				bf.CPUPerOpXBaseline = (bf.ServerCPUPerOp + bf.DatabaseCPUPerOp) / b.ServerCPUPerOp
+			}
 		}
 		rep.Workloads = append(rep.Workloads, res)
 	}

@@ -72,6 +72,67 @@ func TestShortRun(t *testing.T) {
 	}
 }
 
+// TestBatchRun sends a few batches to the workspace with webhooks and to
+// the one without, and holds the tool to its checks and its figures per
+// payout: every accepted item debited and found, every item's webhook
+// arrived (and none from the workspace without a URL), each batch's
+// delivery measured.
+func TestBatchRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts the server")
+	}
+	o, err := parseOptions([]string{
+		"-workload", "payouts-batch,payouts-batch-nowebhook", "-batch-size", "50", "-batch-clients", "2",
+		"-clients", "4", "-duration", "2s", "-requests", "6", "-idle", "0", "-drain-wait", "30s",
+	}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := execute(t.Context(), o, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	rep.print(&out)
+	t.Log("\n" + out.String())
+
+	if !rep.MoneyOK || !rep.EventsOK {
+		t.Fatal("the money or event check failed")
+	}
+	if len(rep.Workloads) != 2 || len(rep.Money) != 2 {
+		t.Fatalf("%d workloads and %d workspaces, want 2 of each", len(rep.Workloads), len(rep.Money))
+	}
+	for i, w := range rep.Workloads {
+		b := w.Batch
+		switch {
+		case b == nil:
+			t.Fatalf("%s: no batch figures", w.Name)
+		case w.Requests != 6 || w.OK != 6 || w.Errors > 0:
+			t.Errorf("%s: %d batches, %d ok, %d errors (first: %s); want 6, all ok (none cut off)", w.Name, w.Requests, w.OK, w.Errors, w.FirstError)
+		case b.Size != 50 || b.Clients != 2 || b.Payouts != 300 || b.Accepted != 300:
+			t.Errorf("%s: %+v, want 300 payouts accepted in batches of 50 from 2 clients", w.Name, b)
+		case b.PayoutRate <= 0 || b.ServerCPUPerOp <= 0:
+			t.Errorf("%s: figures per payout missing: %+v", w.Name, b)
+		case rep.Baseline.ServerCPUPerOp > 0 && b.CPUPerOpXBaseline <= 0: // six bare requests may take no clock tick
+			t.Errorf("%s: no multiple of the bare handler's CPU: %+v", w.Name, b)
+		}
+		if m := rep.Money[i]; m.Payouts != 300 {
+			t.Errorf("workspace %d: %d payouts accepted, want 300", i, m.Payouts)
+		}
+	}
+	if d := rep.Workloads[0].Delivery; d == nil || d.Delivered != 300 || d.Batches != 6 || d.BatchesDelivered != 6 || d.BatchMax <= 0 {
+		t.Errorf("payouts-batch: delivery %+v, want 300 webhooks in 6 batches, each batch's measured", d)
+	}
+	if d := rep.Workloads[1].Delivery; d != nil && d.Expected != 0 {
+		t.Errorf("payouts-batch-nowebhook: %d webhooks expected, want none", d.Expected)
+	}
+	// The batches' 300 payouts and one order's, from the workspace with a
+	// URL only.
+	if e := rep.Events; e.Expected != 301 || e.Deliveries != 301 {
+		t.Errorf("%d events expected, %d delivered; want 301 each (none from the workspace without a URL)", e.Expected, e.Deliveries)
+	}
+}
+
 // TestPrefill stores payouts before the server starts; their events are
 // kept unsent (the workspace had no URL yet), so the run's checks see only
 // its own payouts and events.
@@ -121,6 +182,12 @@ func TestOptions(t *testing.T) {
 		{[]string{"-pid", "12"}, "-pid goes with -url"},
 		{[]string{"-prefill", "-1"}, "-prefill"},
 		{[]string{"-url", "http://127.0.0.1:8080", "-key", "sk_x", "-prefill", "10"}, "-prefill needs"},
+		{[]string{"-workload", "payouts-batch", "-batch-size", "1000", "-batch-clients", "1"}, ""},
+		{[]string{"-batch-size", "1001"}, "-batch-size"},
+		{[]string{"-batch-size", "0"}, "-batch-size"},
+		{[]string{"-batch-clients", "0"}, "-batch-clients"},
+		{[]string{"-url", "http://127.0.0.1:8080", "-key", "sk_x", "-workload", "payouts-batch"}, ""},
+		{[]string{"-url", "http://127.0.0.1:8080", "-key", "sk_x", "-workload", "payouts-batch-nowebhook"}, "needs a server"},
 	} {
 		_, err := parseOptions(tc.args, io.Discard)
 		switch {

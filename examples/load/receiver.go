@@ -26,6 +26,7 @@ type receiver struct {
 	answered   map[string]time.Time // event key → when the API answered its request
 	arrived    map[string]time.Time // event key → first delivery
 	ids        map[string]bool      // event ids seen
+	batches    []expectedBatch      // the batches answered since the last measure
 	deliveries int
 	badSig     int
 	changed    chan struct{} // closed and replaced on every first arrival
@@ -68,6 +69,21 @@ func (r *receiver) expect(key string, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.answered[key] = at
+}
+
+// expectedBatch is a batch the API answered at at, and its events' keys.
+type expectedBatch struct {
+	at   time.Time
+	keys []string
+}
+
+// expectBatch records that the API answered, at at, a batch whose accepted
+// items cause the events keys (each also given to expect), so that the
+// time until the last of them arrived is measured per batch.
+func (r *receiver) expectBatch(keys []string, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.batches = append(r.batches, expectedBatch{at: at, keys: keys})
 }
 
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -118,6 +134,14 @@ type delivery struct {
 	// DrainAfterLoad is how long after the load stopped the last of them
 	// arrived (0 when all had arrived by then).
 	DrainAfterLoad millis `json:"drain_after_load_ms"`
+	// For the batch workloads: of Batches answered with webhooks to send,
+	// those all of whose webhooks arrived, and how long after the batch's
+	// answer the last of them did.
+	Batches          int    `json:"batches,omitempty"`
+	BatchesDelivered int    `json:"batches_delivered,omitempty"`
+	BatchP50         millis `json:"batch_delivered_p50_ms,omitempty"`
+	BatchP99         millis `json:"batch_delivered_p99_ms,omitempty"`
+	BatchMax         millis `json:"batch_delivered_max_ms,omitempty"`
 }
 
 // waitDelivered waits, up to maxWait, until every event expected so far has
@@ -177,8 +201,40 @@ func (r *receiver) measure(loadEnded time.Time) *delivery {
 	if last.After(loadEnded) {
 		d.DrainAfterLoad = millis(last.Sub(loadEnded))
 	}
+	r.measureBatches(d)
 	clear(r.answered)
 	return d
+}
+
+// measureBatches adds to d, for each batch expected, the time from its
+// answer to its last webhook's arrival, and forgets the batches.
+func (r *receiver) measureBatches(d *delivery) {
+	d.Batches = len(r.batches)
+	var lags []time.Duration
+	for _, b := range r.batches {
+		var last time.Time
+		for _, k := range b.keys {
+			at, ok := r.arrived[k]
+			if !ok {
+				last = time.Time{}
+				break
+			}
+			if at.After(last) {
+				last = at
+			}
+		}
+		if !last.IsZero() {
+			lags = append(lags, max(0, last.Sub(b.at)))
+		}
+	}
+	d.BatchesDelivered = len(lags)
+	if len(lags) > 0 {
+		slices.Sort(lags)
+		d.BatchP50 = millis(percentile(lags, 0.50))
+		d.BatchP99 = millis(percentile(lags, 0.99))
+		d.BatchMax = millis(lags[len(lags)-1])
+	}
+	r.batches = nil
 }
 
 // eventCheck is the end-of-run check of the webhooks: every event the run

@@ -58,6 +58,8 @@ func (r *report) print(w io.Writer) {
 		}
 	}
 
+	printBatches(w, r.Workloads)
+
 	var shown bool
 	for _, res := range r.Workloads {
 		d := res.Delivery
@@ -70,6 +72,10 @@ func (r *report) print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %s: %d/%d delivered, lag p50 %s p99 %s max %s, last one %s after the load stopped\n",
 			res.Name, d.Delivered, d.Expected, d.LagP50, d.LagP99, d.LagMax, d.DrainAfterLoad)
+		if d.Batches > 0 {
+			fmt.Fprintf(w, "    every webhook of a batch: %d/%d batches, p50 %s p99 %s max %s after the batch's answer\n",
+				d.BatchesDelivered, d.Batches, d.BatchP50, d.BatchP99, d.BatchMax)
+		}
 	}
 	if s := r.Server; s != nil {
 		fmt.Fprintf(w, "\nserver: peak RSS %.0f MiB, %.0f MiB at the end; idle CPU %.2f%% of a core over %.0fs; %d log lines (%d bytes)\n",
@@ -104,5 +110,30 @@ func (r *report) print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "events: %d expected, %d missing, %d deliveries of %d ids (%d duplicates), %d bad signatures: %s\n",
 			e.Expected, e.Missing, e.Deliveries, e.UniqueIDs, e.Duplicates, e.BadSignatures, status)
+	}
+}
+
+// printBatches reports the batch workloads per payout: a request there is a
+// batch, so the table's figures per request are per batch.
+func printBatches(w io.Writer, results []result) {
+	var shown bool
+	for _, res := range results {
+		b := res.Batch
+		if b == nil {
+			continue
+		}
+		if !shown {
+			fmt.Fprintln(w, "\nbatches (the table's requests are batches; here per payout):")
+			shown = true
+		}
+		cpu := fmt.Sprintf("server %.1fµs", b.ServerCPUPerOp)
+		if b.DatabaseCPUPerOp > 0 {
+			cpu += fmt.Sprintf(" + db %.1fµs", b.DatabaseCPUPerOp)
+		}
+		if b.CPUPerOpXBaseline > 0 {
+			cpu += fmt.Sprintf(" = %.2fx bare", b.CPUPerOpXBaseline)
+		}
+		fmt.Fprintf(w, "  %s: %d a batch, %d clients: %d batches, %d payouts (%d refused), %.0f payouts/s; CPU a payout: %s; a batch p50 %s p99 %s max %s\n",
+			res.Name, b.Size, b.Clients, res.Requests, b.Payouts, b.Refused, b.PayoutRate, cpu, res.P50, res.P99, res.Max)
 	}
 }

@@ -24,6 +24,7 @@ import (
 // workspace is one workspace the load uses, and the money it moved.
 type workspace struct {
 	ID, Key, Secret string
+	noWebhook       bool // no webhook URL: its events are never sent
 
 	initialAvailable, initialInProgress int64 // cents, before this run
 	funded                              int64 // cents paid in by this run
@@ -34,17 +35,28 @@ type workspace struct {
 }
 
 // unknownPayout is a payout request whose outcome the run never learned:
-// no answer, or 50000.
+// no answer, or 50000. A batch's has the ids of its items.
 type unknownPayout struct {
-	id   string
-	body []byte
+	id    string
+	body  []byte
+	items []string // a batch's payout ids; nil for a single payout
 }
 
 func (w *workspace) unanswered(payoutID string, body []byte) {
 	w.mu.Lock()
-	w.unknown = append(w.unknown, unknownPayout{payoutID, body})
+	w.unknown = append(w.unknown, unknownPayout{id: payoutID, body: body})
 	w.mu.Unlock()
 }
+
+// unansweredBatch records a batch whose outcome the run never learned.
+func (w *workspace) unansweredBatch(batchID string, body []byte, items []string) {
+	w.mu.Lock()
+	w.unknown = append(w.unknown, unknownPayout{id: batchID, body: body, items: items})
+	w.mu.Unlock()
+}
+
+// expectsEvents reports whether the receiver is to see w's events.
+func (w *workspace) expectsEvents() bool { return w.ID != "" && !w.noWebhook }
 
 func (w *workspace) accept(payoutID string, cents int64) {
 	w.accepted.Add(cents)
@@ -61,6 +73,8 @@ type target struct {
 	// controlled is payouts-controlled's workspace: a daily limit and the
 	// address allowlist on (payout controls, contract section 10).
 	controlled *workspace
+	// quiet is payouts-batch-nowebhook's workspace: no webhook URL.
+	quiet      *workspace
 	recv       *receiver // nil when the server's webhooks cannot reach us
 	run        string    // distinguishes this run's ids from earlier runs'
 	payoutCent int64
@@ -227,6 +241,16 @@ func (t *target) start(ctx context.Context, o options, recv *receiver, progress 
 		t.controlled = w
 	}
 
+	if slices.Contains(o.workloads, "payouts-batch-nowebhook") {
+		progress("creating the workspace without a webhook URL")
+		w, err := createWorkspace(ctx, bin, t.db, fmt.Sprintf("load-%s-quiet", t.run), "")
+		if err != nil {
+			return err
+		}
+		w.noWebhook = true
+		t.quiet = w
+	}
+
 	if o.prefill > 0 {
 		progress("prefilling %d payouts", o.prefill)
 		if err := prefill(ctx, t.db, t.hot, o.prefill, o.payoutCents, progress); err != nil {
@@ -269,6 +293,9 @@ func (t *target) workspaces() []*workspace {
 	all := append([]*workspace{t.hot}, t.spread...)
 	if t.controlled != nil {
 		all = append(all, t.controlled)
+	}
+	if t.quiet != nil {
+		all = append(all, t.quiet)
 	}
 	return all
 }
@@ -372,7 +399,7 @@ func (t *target) fund(ctx context.Context, hc *http.Client, w *workspace, cents 
 		return fmt.Errorf("funding through the sandbox (the server needs -sandbox): %w", err)
 	}
 	w.funded += cents
-	if w.ID != "" {
+	if w.expectsEvents() {
 		t.expectEvent(eventKey("order.paid", w.ID, orderID), time.Now())
 	}
 	return nil
@@ -462,12 +489,18 @@ func (t *target) checkMoney(ctx context.Context) (bool, []moneyCheck) {
 // request the server is still committing when the run ends.)
 func (t *target) resolveUnknown(ctx context.Context, hc *http.Client, w *workspace) error {
 	for _, u := range w.unknown {
+		if u.items != nil {
+			if err := t.resolveBatch(ctx, hc, w, u); err != nil {
+				return err
+			}
+			continue
+		}
 		err := getJSON(ctx, hc, t.url, request{method: "POST", path: "/v1/payouts", key: w.Key, body: u.body}, nil)
 		var refused *apiError
 		switch {
 		case err == nil:
 			w.accept(u.id, t.payoutCent)
-			if w.ID != "" {
+			if w.expectsEvents() {
 				t.expectEvent(eventKey("payout.submitted", w.ID, u.id), time.Now())
 			}
 		case errors.As(err, &refused) && refused.code != 50000: // refused: no money moved
@@ -477,6 +510,32 @@ func (t *target) resolveUnknown(ctx context.Context, hc *http.Client, w *workspa
 	}
 	w.unknown = nil
 	return nil
+}
+
+// resolveBatch sends an unanswered batch again: the same batch_id with the
+// same body is the first batch's answer if it was made (a replay), or
+// makes it now. Either way its results say which items moved money.
+func (t *target) resolveBatch(ctx context.Context, hc *http.Client, w *workspace, u unknownPayout) error {
+	var ans batchAnswer
+	err := getJSON(ctx, hc, t.url, request{method: "POST", path: "/v1/payouts/batch", key: w.Key, body: u.body}, &ans)
+	var refused *apiError
+	switch {
+	case err == nil:
+		now := time.Now()
+		for _, r := range ans.Results {
+			if r.Code == 0 {
+				w.accept(r.PayoutID, t.payoutCent)
+				if w.expectsEvents() {
+					t.expectEvent(eventKey("payout.submitted", w.ID, r.PayoutID), now)
+				}
+			}
+		}
+		return nil
+	case errors.As(err, &refused) && refused.code != 50000: // the whole batch refused: no money moved
+		return nil
+	default:
+		return fmt.Errorf("sending an unanswered batch again: %w", err)
+	}
 }
 
 // close stops the server (SIGTERM, as an operator would) and removes the

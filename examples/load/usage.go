@@ -114,16 +114,37 @@ func measure(pid int, dbPIDs []int, drive func() result, settle func(*result)) r
 	}
 	res.LoadCPU, _, _ = self.stop()
 	if server != nil {
-		var used time.Duration
-		res.ServerCPU, res.ServerRSSMiB, used = server.stop()
+		res.ServerCPU, res.ServerRSSMiB, res.serverUsed = server.stop()
 		if res.Requests > 0 {
-			res.ServerCPUPerOp = perOp(used, res.Requests)
+			res.ServerCPUPerOp = perOp(res.serverUsed, res.Requests)
 		}
 	}
-	if len(dbPIDs) > 0 && res.Requests > 0 {
-		res.DatabaseCPUPerOp = perOp(cpuTimes(dbPIDs)-db0, res.Requests)
+	if len(dbPIDs) > 0 {
+		res.databaseUsed = cpuTimes(dbPIDs) - db0
+		if res.Requests > 0 {
+			res.DatabaseCPUPerOp = perOp(res.databaseUsed, res.Requests)
+		}
 	}
 	return res
+}
+
+// waitQuiet waits, up to maxWait, until the processes pids spend at most
+// one clock tick of CPU in a quarter of a second between them: the work a
+// load left behind (hand-offs, the outbox) is done, so it counts in the
+// load's CPU and not in the next workload's.
+func waitQuiet(ctx context.Context, pids []int, maxWait time.Duration) {
+	deadline := time.Now().Add(maxWait)
+	for time.Now().Before(deadline) {
+		c0 := cpuTimes(pids)
+		select {
+		case <-time.After(250 * time.Millisecond):
+		case <-ctx.Done():
+			return
+		}
+		if cpuTimes(pids)-c0 <= time.Second/clockTicks {
+			return
+		}
+	}
 }
 
 // perOp is CPU time per request in microseconds.

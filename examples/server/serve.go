@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"github.com/payoutkit/payoutkit/processor/evm"
 	sandboxrail "github.com/payoutkit/payoutkit/processor/sandbox" // -sandbox is a flag here
 	"github.com/payoutkit/payoutkit/staff"
+	"github.com/payoutkit/payoutkit/storage/postgres"
 )
 
 // shutdownTimeout bounds how long serve waits for in-flight requests after
@@ -52,6 +54,7 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 	authFailures := fs.Int("auth-failure-limit", httpserver.DefaultAuthFailureLimit, "failed authentications allowed per minute per client address before it is answered 42900 without a key lookup (0: no limit)")
 	allowPrivate := fs.Bool("webhook-allow-private", false, "deliver webhooks to loopback and private addresses outside the sandbox too")
 	withPortal := fs.Bool("portal", true, "serve the staff portal at / beside /v1")
+	readDSN := fs.String("read-db", "", "postgres:// URL of a standby the portal's pages, lists and CSV exports read from (they may lag it by a few seconds); money decisions, /v1 and every write stay on -db (empty: everything on -db)")
 	logFormat := fs.String("log-format", "json", "log lines as `json` or text")
 	retention := fs.Duration("event-retention", payoutkit.DefaultRetention, "delete delivered webhook events recorded longer ago than this `duration` (negative: keep all)")
 	lease := fs.Duration("delivery-lease", time.Minute, "how long a webhook event or payout hand-off claimed by this instance stays reserved to it; another instance takes it over this `duration` after this one dies (at least 2s; under 20s shortens the webhook timeout to half of it)")
@@ -193,7 +196,16 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 			if err != nil {
 				return err
 			}
-			site = portal.New(engine, team, po)
+			var pages portal.Service = engine
+			if *readDSN != "" {
+				reads, closeReads, err := openReplica(ctx, *readDSN, log, cfg)
+				if err != nil {
+					return err
+				}
+				defer closeReads()
+				pages, po.ReadsFromStandby = standbyReads{Engine: engine, reads: reads}, true
+			}
+			site = portal.New(pages, team, po)
 		}
 		handler = mount(handler, site, health(store))
 		srv := &http.Server{
@@ -270,36 +282,69 @@ type readiness interface {
 	Ready(ctx context.Context) error
 }
 
+// durable is a store that can say what an acknowledged commit survives
+// (storage/postgres).
+type durable interface {
+	Durability(ctx context.Context) (postgres.Durability, error)
+}
+
 // health answers GET /healthz with 200 while the process serves, and GET
-// /readyz with 200 while the database answers and its schema is current,
-// 503 otherwise. Neither needs a key; neither says more than that.
+// /readyz with 200 while the database answers (on PostgreSQL: a primary)
+// and its schema is current, 503 otherwise. Neither needs a key. On
+// PostgreSQL, /readyz adds what an acknowledged commit survives (its
+// durability member), so that a probe shows a primary without a
+// synchronous standby.
 func health(store payoutkit.Store) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeProbe(w, http.StatusOK, "ok")
+		writeProbe(w, http.StatusOK, probe{Status: "ok"})
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ready, ok := store.(readiness)
 		if !ok {
-			writeProbe(w, http.StatusOK, "ok")
+			writeProbe(w, http.StatusOK, probe{Status: "ok"})
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := ready.Ready(ctx); err != nil {
-			writeProbe(w, http.StatusServiceUnavailable, "unavailable")
+			writeProbe(w, http.StatusServiceUnavailable, probe{Status: "unavailable"})
 			return
 		}
-		writeProbe(w, http.StatusOK, "ok")
+		p := probe{Status: "ok"}
+		if d, ok := store.(durable); ok {
+			dur, err := d.Durability(ctx)
+			if err != nil {
+				writeProbe(w, http.StatusServiceUnavailable, probe{Status: "unavailable"})
+				return
+			}
+			p.Durability = &probeDurability{Replicated: dur.Replicated(), SynchronousCommit: dur.SynchronousCommit,
+				SynchronousStandbyNames: dur.SynchronousStandbyNames, SynchronousStandbys: dur.SynchronousStandbysReady}
+		}
+		writeProbe(w, http.StatusOK, p)
 	})
 	return mux
 }
 
-func writeProbe(w http.ResponseWriter, status int, word string) {
+// probe is a probe's answer.
+type probe struct {
+	Status     string           `json:"status"`
+	Durability *probeDurability `json:"durability,omitempty"`
+}
+
+type probeDurability struct {
+	Replicated              bool   `json:"replicated"`
+	SynchronousCommit       string `json:"synchronous_commit"`
+	SynchronousStandbyNames string `json:"synchronous_standby_names"`
+	SynchronousStandbys     int    `json:"synchronous_standbys"`
+}
+
+func writeProbe(w http.ResponseWriter, status int, p probe) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	fmt.Fprintf(w, "{\"status\":%q}\n", word)
+	b, _ := json.Marshal(p) // strings and numbers always encode
+	w.Write(append(b, '\n'))
 }
 
 // bootstrap creates the first workspace of an empty database and prints it,

@@ -16,7 +16,7 @@ type batch struct {
 }
 
 // CreatePayoutBatch implements payoutkit.Store.
-func (s *Store) CreatePayoutBatch(_ context.Context, b payoutkit.PayoutBatch, items []payoutkit.BatchItem) (payoutkit.PayoutBatch, bool, error) {
+func (s *Store) CreatePayoutBatch(_ context.Context, b payoutkit.PayoutBatch, items []payoutkit.BatchItem, lease payoutkit.Lease) (payoutkit.PayoutBatch, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w, err := s.workspace(b.WorkspaceID)
@@ -46,7 +46,7 @@ func (s *Store) CreatePayoutBatch(_ context.Context, b payoutkit.PayoutBatch, it
 		return b, false, err
 	}
 	for _, it := range created {
-		s.insertPayout(w, it.Payout, it.Event, payoutkit.Lease{})
+		s.insertPayout(w, it.Payout, it.Event, lease)
 	}
 	row := &batch{PayoutBatch: b, seq: s.next()}
 	row.Results = slices.Clone(b.Results)

@@ -12,47 +12,50 @@ import (
 // pgWriteBatchSQL stores a judged batch in one statement over arrays, one
 // element per item or per created payout, whatever the batch's size:
 // $1 workspace, $2 batch_id, $3 its time (every payout's creation and
-// event), $4 all_or_nothing, $5-$7 accepted, refused, accepted_amount;
-// $8-$17 the items (sqlcore.BatchItemCols); $18-$24 the created payouts
-// (payout_id, amount, asset, network, address, payer_id, approval), $25::bigint
-// their total, $26 their events' ids, $27 subjects, $28 bodies; $29-$30
-// each payer's total (payer_id, amount); $31 how many payouts it creates.
+// event), $4 all_or_nothing, $5-$7 accepted, refused, accepted_amount, $8
+// the items (sqlcore.Ops.BatchRecordArgs); $9-$15 the created payouts
+// (payout_id, amount, asset, network, address, payer_id, approval), $16
+// their total, $17 their events' ids, $18 subjects, $19 bodies; $20-$21
+// each payer's total (payer_id, amount); $22 how many payouts it creates;
+// $23 and $24 the owner and end of the lease its payouts' hand-offs (but a
+// held one's) and its events are stored with (NULL: none).
 // The balance was locked and judged by this transaction
-// (sqlcore.Ops.JudgeBatch): it returns the debited rows, 1 whenever $25::bigint is
+// (sqlcore.Ops.JudgeBatch): it returns the debited rows, 1 whenever $16 is
 // above 0, and the caller fails the write otherwise.
 var pgWriteBatchSQL = `WITH b AS (
-	INSERT INTO payout_batches (` + sqlcore.InsertBatchCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq
-), i AS (
-	INSERT INTO payout_batch_items (batch_seq, ` + sqlcore.BatchItemCols + `)
-	SELECT b.seq, x.* FROM b, unnest($8::integer[], $9::text[], $10::bigint[], $11::text[], $12::text[], $13::text[], $14::text[],
-		$15::integer[], $16::text[], $17::boolean[]) AS x
+	INSERT INTO payout_batches (` + sqlcore.InsertBatchCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ), x AS (
-	SELECT * FROM unnest($18::text[], $19::bigint[], $20::text[], $21::text[], $22::text[], $23::text[], $24::text[], $26::text[], $27::text[], $28::bytea[])
+	SELECT * FROM unnest($9::text[], $10::bigint[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $17::text[], $18::text[], $19::bytea[])
 		AS x(payout_id, amount, asset, network, address, payer_id, approval, event_id, subject, body)
 ), p AS (
-	INSERT INTO payouts (` + sqlcore.PayoutCols + `, approval, batch_id)
-	SELECT $1, payout_id, 'submitted', amount, asset, network, address, payer_id, '', '', $3, $3, approval, $2 FROM x
+	INSERT INTO payouts (` + sqlcore.PayoutCols + `, approval, batch_id, ` + sqlcore.PayoutLeaseCols + `)
+	SELECT $1, payout_id, 'submitted', amount, asset, network, address, payer_id, '', '', $3, $3, approval, $2,
+		CASE WHEN approval = 'pending' THEN NULL ELSE $23::text END,
+		CASE WHEN approval = 'pending' OR $23::text IS NULL THEN 0 ELSE 1 END,
+		CASE WHEN approval = 'pending' THEN NULL ELSE $24::timestamptz END
+	FROM x
 	RETURNING seq
 ), h AS (
 	INSERT INTO payout_handoffs (seq) SELECT seq FROM p
 ), d AS (
-	UPDATE balances SET available = available - $25::bigint, in_progress = in_progress + $25::bigint
-	WHERE workspace_id = $1 AND $25::bigint > 0 AND available >= $25::bigint
+	UPDATE balances SET available = available - $16::bigint, in_progress = in_progress + $16::bigint
+	WHERE workspace_id = $1 AND $16::bigint > 0 AND available >= $16::bigint
 	RETURNING workspace_id
 ), l AS (
 	INSERT INTO ledger_entries (` + sqlcore.LedgerCols + `)
 	SELECT $1, 'payout_debit', -amount, payout_id, event_id, $3 FROM x
 ), c AS (
 	INSERT INTO customers (workspace_id, payer_id, in_progress, first_seen_at)
-	SELECT $1, y.payer_id, y.amount, $3 FROM unnest($29::text[], $30::bigint[]) AS y(payer_id, amount)
+	SELECT $1, y.payer_id, y.amount, $3 FROM unnest($20::text[], $21::bigint[]) AS y(payer_id, amount)
 	ON CONFLICT (workspace_id, payer_id) DO UPDATE SET in_progress = customers.in_progress + EXCLUDED.in_progress
 ), n AS (
-	INSERT INTO payout_days (workspace_id, day, submitted) SELECT $1, ` + pgDay("$3::timestamptz") + `, $31::integer WHERE $31::integer > 0
+	INSERT INTO payout_days (workspace_id, day, submitted) SELECT $1, ` + pgDay("$3::timestamptz") + `, $22::integer WHERE $22::integer > 0
 	ON CONFLICT (workspace_id, day) DO UPDATE SET submitted = payout_days.submitted + EXCLUDED.submitted
 ), e AS (
-	INSERT INTO events (` + sqlcore.EventCols + `)
+	INSERT INTO events (` + sqlcore.EventCols + `, ` + sqlcore.EventLeaseCols + `)
 	SELECT x.event_id, w.id, ` + sqlcore.EventValues([]string{"'" + string(payoutkit.EventPayoutSubmitted) + "'", "x.subject", "$3",
-	"x.body", "'pending'", "0", "$3", "''"}) + `
+	"x.body", "'pending'", "0", "$3", "''"}) + `,
+		CASE WHEN w.webhook_url = '' THEN NULL ELSE $23::text END, CASE WHEN w.webhook_url = '' THEN NULL ELSE $24::timestamptz END
 	FROM x JOIN workspaces w ON w.id = $1
 )
 SELECT count(*) FROM d`
@@ -60,7 +63,7 @@ SELECT count(*) FROM d`
 // CreatePayoutBatch implements payoutkit.Store: one write of its
 // workspace's committer, which locks the balance row once, judges the
 // batch (sqlcore.Ops.JudgeBatch) and stores it with pgWriteBatchSQL.
-func (s *Store) CreatePayoutBatch(ctx context.Context, b payoutkit.PayoutBatch, items []payoutkit.BatchItem) (payoutkit.PayoutBatch, bool, error) {
+func (s *Store) CreatePayoutBatch(ctx context.Context, b payoutkit.PayoutBatch, items []payoutkit.BatchItem, lease payoutkit.Lease) (payoutkit.PayoutBatch, bool, error) {
 	var judged payoutkit.PayoutBatch
 	var created int
 	err := s.w.Write(ctx, b.WorkspaceID, func(ctx context.Context, tx *sql.Tx) error {
@@ -70,8 +73,12 @@ func (s *Store) CreatePayoutBatch(ctx context.Context, b payoutkit.PayoutBatch, 
 			return err
 		}
 		created = len(plan.Created)
+		args, err := s.batchArgs(judged, plan, lease)
+		if err != nil {
+			return err
+		}
 		var debited int
-		if err := tx.QueryRowContext(ctx, pgWriteBatchSQL, batchArgs(judged, plan)...).Scan(&debited); err != nil {
+		if err := tx.QueryRowContext(ctx, pgWriteBatchSQL, args...).Scan(&debited); err != nil {
 			return err
 		}
 		if plan.Total > 0 && debited != 1 {
@@ -90,32 +97,27 @@ func (s *Store) CreatePayoutBatch(ctx context.Context, b payoutkit.PayoutBatch, 
 	case err != nil:
 		return payoutkit.PayoutBatch{}, false, translate(ctx, "create payout batch", err)
 	}
-	if created > 0 {
+	if created > 0 && lease.Owner == "" {
 		s.w.Committed()
 	}
 	return judged, true, nil
 }
 
 // batchArgs are pgWriteBatchSQL's arguments for the judged batch b.
-func batchArgs(b payoutkit.PayoutBatch, plan sqlcore.BatchPlan) []any {
-	n := len(b.Results)
-	pos, codes := make([]int32, n), make([]int32, n)
-	ids, assets, networks, addrs, payers, messages := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	amounts, created := make([]int64, n), make([]bool, n)
-	for i, r := range b.Results {
-		q := r.Requested
-		pos[i], ids[i], amounts[i], assets[i], networks[i], addrs[i], payers[i] = int32(i), q.PayoutID, int64(q.Amount), q.Asset, q.Network, q.Address, q.PayerID
-		codes[i], messages[i], created[i] = int32(r.Code), r.Message, r.Created
+func (s *Store) batchArgs(b payoutkit.PayoutBatch, plan sqlcore.BatchPlan, lease payoutkit.Lease) ([]any, error) {
+	record, err := s.ops.BatchRecordArgs(b)
+	if err != nil {
+		return nil, err
 	}
 	m := len(plan.Created)
-	pIDs, pAssets, pNets, pAddrs, pPayers, pApprovals := make([]string, m), make([]string, m), make([]string, m), make([]string, m), make([]string, m), make([]string, m)
-	pAmounts := make([]int64, m)
+	ids, assets, nets, addrs, payers, approvals := make([]string, m), make([]string, m), make([]string, m), make([]string, m), make([]string, m), make([]string, m)
+	amounts := make([]int64, m)
 	evIDs, subjects, bodies := make([]string, m), make([]string, m), make([][]byte, m)
 	payerTotals := map[string]int64{}
 	var payerOrder []string
 	for i, it := range plan.Created {
 		p, ev := it.Payout, it.Event
-		pIDs[i], pAmounts[i], pAssets[i], pNets[i], pAddrs[i], pPayers[i], pApprovals[i] = p.PayoutID, int64(p.Amount), p.Asset, p.Network, p.Address, p.PayerID, string(p.Approval)
+		ids[i], amounts[i], assets[i], nets[i], addrs[i], payers[i], approvals[i] = p.PayoutID, int64(p.Amount), p.Asset, p.Network, p.Address, p.PayerID, string(p.Approval)
 		evIDs[i], subjects[i], bodies[i] = ev.ID, ev.Subject, ev.Body
 		if _, ok := payerTotals[p.PayerID]; !ok {
 			payerOrder = append(payerOrder, p.PayerID)
@@ -126,8 +128,7 @@ func batchArgs(b payoutkit.PayoutBatch, plan sqlcore.BatchPlan) []any {
 	for i, payer := range payerOrder {
 		payerAmounts[i] = payerTotals[payer]
 	}
-	return []any{b.WorkspaceID, b.BatchID, ts(b.CreatedAt), b.AllOrNothing, b.Accepted, b.Refused, int64(b.AcceptedAmount),
-		pos, ids, amounts, assets, networks, addrs, payers, codes, messages, created,
-		pIDs, pAmounts, pAssets, pNets, pAddrs, pPayers, pApprovals, plan.Total, evIDs, subjects, bodies,
-		payerOrder, payerAmounts, m}
+	owner, _, until := sqlcore.LeaseArgs(lease, ts)
+	return append(record, ids, amounts, assets, nets, addrs, payers, approvals, plan.Total, evIDs, subjects, bodies,
+		payerOrder, payerAmounts, m, owner, until), nil
 }

@@ -57,3 +57,7 @@ func BenchmarkCreatePayoutControls(b *testing.B) { sqltest.BenchCreatePayoutCont
 //
 //	go test -run XXX -bench HandoffBacklog -benchtime 20000x ./storage/postgres
 func BenchmarkHandoffBacklog(b *testing.B) { sqltest.BenchHandoffBacklog(b, benchDB(b)) }
+
+// BenchmarkCreatePayoutBatch measures batches of 100 and 1,000 payouts,
+// each one write with its balance debited once.
+func BenchmarkCreatePayoutBatch(b *testing.B) { sqltest.BenchCreatePayoutBatch(b, benchDB(b)) }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/storage/internal/sqlcore"
 )
 
@@ -119,5 +120,16 @@ func (s *Store) Ready(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return sqlcore.Ready(ctx, s.w.Reader(), s.d.name, ms[len(ms)-1].Version, translate)
+	if err := sqlcore.Ready(ctx, s.w.Reader(), s.d.name, ms[len(ms)-1].Version, translate); err != nil {
+		return err
+	}
+	// A standby answers reads, but the store needs a primary.
+	var standby bool
+	if err := s.w.Reader().QueryRowContext(ctx, `SELECT pg_is_in_recovery()`).Scan(&standby); err != nil {
+		return translate(ctx, "ready", err)
+	}
+	if standby {
+		return fmt.Errorf("%w: %s is a standby", payoutkit.ErrUnavailable, s.d.name)
+	}
+	return nil
 }

@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -154,6 +155,7 @@ type config struct {
 	// committers is how many committers take the workspaces' writes (0:
 	// workspaceCommitters()); tests set it.
 	committers int
+	timeouts   Timeouts
 }
 
 // WithExistingSchema opens only a database that payoutkit has migrated to
@@ -216,6 +218,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		_ = s.Close()
 		return nil, err
 	}
+	s.warnDurability(ctx)
 	s.start()
 	return s, nil
 }
@@ -232,7 +235,8 @@ func open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: invalid PostgreSQL DSN: %w", err)
 	}
-	name := fmt.Sprintf("postgres://%s:%d/%s", connCfg.Host, connCfg.Port, connCfg.Database)
+	name := dsnName(connCfg)
+	applyTimeouts(connCfg, cfg.timeouts)
 	sqldb := stdlib.OpenDB(*connCfg)
 	sqldb.SetMaxOpenConns(cfg.maxConns)
 	sqldb.SetMaxIdleConns(cfg.maxConns)
@@ -242,6 +246,18 @@ func open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("sqlstore: cannot connect to PostgreSQL database %s: %w", name, err)
 	}
 	return newStore(sqldb, cfg, name), nil
+}
+
+// dsnName names the database of cfg without secrets: its hosts (each
+// once, as pgx tries them) and its database.
+func dsnName(cfg *pgx.ConnConfig) string {
+	hosts := []string{fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)}
+	for _, fb := range cfg.Fallbacks {
+		if h := fmt.Sprintf("%s:%d", fb.Host, fb.Port); !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
+	return "postgres://" + strings.Join(hosts, ",") + "/" + cfg.Database
 }
 
 // New returns a store over the caller's *bun.DB on PostgreSQL, for a

@@ -103,7 +103,25 @@ func (d *db) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 }
 
 func (d *db) Write(ctx context.Context, key string, fn txFunc, pipe *pgPipe) error {
-	return d.committerFor(key).submit(ctx, key, fn, pipe)
+	for attempt := 1; ; attempt++ {
+		err := d.committerFor(key).submit(ctx, key, fn, pipe)
+		if attempt == writeAttempts || !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+// writeAttempts bounds how often a write runs again after its transaction
+// lost a deadlock or a serialization failure.
+const writeAttempts = 4
+
+// retryable reports whether err ended a transaction that PostgreSQL rolled
+// back for another's sake, which the same write again may pass: a deadlock
+// (two instances' group commits insert the same payout_id and take the hot
+// balance row in opposite orders) or a serialization failure. Its writes
+// changed nothing, and every write may run more than once.
+func retryable(err error) bool {
+	return isPgCode(err, "40P01") || isPgCode(err, "40001")
 }
 
 // execWrite runs a single write statement as a write of its own in the

@@ -60,3 +60,7 @@ func BenchmarkCreatePayoutControls(b *testing.B) { sqltest.BenchCreatePayoutCont
 // BenchmarkHandoffBacklog hands off a backlog of payouts, as a dispatcher
 // back from its processor's outage does.
 func BenchmarkHandoffBacklog(b *testing.B) { sqltest.BenchHandoffBacklog(b, benchDB(b)) }
+
+// BenchmarkCreatePayoutBatch measures batches of 100 and 1,000 payouts,
+// each one write with its balance debited once.
+func BenchmarkCreatePayoutBatch(b *testing.B) { sqltest.BenchCreatePayoutBatch(b, benchDB(b)) }

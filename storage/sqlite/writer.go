@@ -143,7 +143,7 @@ var (
 	preparedWrites = []string{insertPayoutSQL, debitSQL, insertLedgerSQL, insertEventSQL, insertCreatedEventSQL,
 		settlePayoutSQL, settleBalanceSQL, sqlcore.AddPayoutDaySQL, sqlcore.SettlePayoutDaySQL, insertOrderSQL, payOrderSQL, creditSQL, moveCustomerSQL,
 		savepointSQL, releaseSQL, rollbackToSQL, recordAttemptSQL, recordDeliveredSQL, insertAttemptSQL, markHandedOffSQL,
-		claimEventsSQL, claimHandoffsSQL, rejectPayoutSQL}
+		claimEventsSQL, claimHandoffsSQL, rejectPayoutSQL, fullChunkSQL[0], fullChunkSQL[1], fullChunkSQL[2]}
 	preparedReads = []string{sqlcore.SelectPayoutSQL, sqlcore.SelectOrderSQL, sqlcore.BalanceSQL, sqlcore.APIKeySQL, sqlcore.WorkspaceSQL, sqlcore.APIKeyBalanceSQL}
 )
 

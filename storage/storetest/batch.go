@@ -196,6 +196,50 @@ func testBatches(t *testing.T, open Open) {
 		}
 	})
 
+	t.Run("Leased", func(t *testing.T) {
+		e := newEnv(t, open)
+		ws := e.workspace().Workspace.ID
+		e.fund(ws, "100.00")
+		e.policy(ws, payoutkit.PolicyPatch{ApprovalOver: limit("5.00")})
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		lease := payoutkit.Lease{Owner: "A", Until: now.Add(time.Minute)}
+		b := payoutkit.PayoutBatch{WorkspaceID: ws, BatchID: "b1", CreatedAt: now}
+		var items []payoutkit.BatchItem
+		for i, amount := range []payoutkit.Amount{100, 200, 900} {
+			p := payoutkit.Payout{WorkspaceID: ws, PayoutID: fmt.Sprint("po-", i), Status: payoutkit.PayoutSubmitted, Amount: amount,
+				Asset: "USDT", Network: "TRON", Address: TronAddress, PayerID: "cust-1", CreatedAt: now, UpdatedAt: now,
+				Approval: payoutkit.ApprovalNone, BatchID: "b1"}
+			ev := payoutkit.Event{ID: "evt_batch" + randomSuffix() + p.PayoutID, WorkspaceID: ws, Type: payoutkit.EventPayoutSubmitted,
+				Subject: "payout:" + p.PayoutID, CreatedAt: now, EventDelivery: payoutkit.EventDelivery{State: payoutkit.DeliveryPending, NextAttemptAt: now}}
+			items = append(items, payoutkit.BatchItem{Payout: p, Event: must[payoutkit.Event](t)(ev.WithPayout(p))})
+		}
+		stored, created, err := e.store.CreatePayoutBatch(e.ctx, b, items, lease)
+		if err != nil || !created || stored.Accepted != 3 || stored.Results[2].Payout.Approval != payoutkit.ApprovalPending {
+			t.Fatalf("CreatePayoutBatch = %+v, %v, %v; want 3 accepted, the last held", stored, created, err)
+		}
+		// Leased to A: no other claims them before the lease ends, but the
+		// held payout's hand-off, which is not leased (and waits for its
+		// approval).
+		during := now.Add(30 * time.Second)
+		if got := must[[]payoutkit.PayoutLease](t)(e.store.ClaimPayoutHandoffs(e.ctx, "B", during, during.Add(time.Minute), 10)); len(got) != 0 {
+			t.Fatalf("leased batch payouts claimed by another: %+v", got)
+		}
+		for _, ev := range must[[]payoutkit.Event](t)(e.store.ClaimEvents(e.ctx, "B", during, during.Add(time.Minute), 10, nil)) {
+			if strings.HasPrefix(ev.Subject, "payout:") {
+				t.Fatalf("leased batch event claimed by another: %+v", ev)
+			}
+		}
+		noErr(t, e.store.MarkPayoutHandedOff(e.ctx, payoutkit.PayoutLease{Payout: *stored.Results[0].Payout, Owner: "A", Token: 1}, during))
+		after := lease.Until.Add(time.Second)
+		got := must[[]payoutkit.PayoutLease](t)(e.store.ClaimPayoutHandoffs(e.ctx, "B", after, after.Add(time.Minute), 10))
+		if len(got) != 1 || got[0].PayoutID != "po-1" || got[0].Token <= 1 {
+			t.Fatalf("claimed after the lease %+v; want po-1 alone (po-0 handed off, po-2 held)", got)
+		}
+		if evs := must[[]payoutkit.Event](t)(e.store.ClaimEvents(e.ctx, "B", after, after.Add(time.Minute), 10, nil)); len(evs) != 3 {
+			t.Fatalf("%d events claimed after the lease; want the batch's 3", len(evs))
+		}
+	})
+
 	t.Run("UnknownWorkspace", func(t *testing.T) {
 		e := newEnv(t, open)
 		_, _, err := e.eng.CreatePayoutBatch(e.ctx, "ws_nope", batchRequest("b1", false, "p1:1.00"))

@@ -3,7 +3,9 @@ package sqlcore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/payoutkit/payoutkit"
@@ -16,10 +18,8 @@ import (
 // and judges every item in memory.
 
 const (
-	selectBatchSQL = `SELECT seq, created_at, all_or_nothing, accepted, refused, accepted_amount
+	selectBatchSQL = `SELECT created_at, all_or_nothing, accepted, refused, accepted_amount, items
 		FROM payout_batches WHERE workspace_id = $1 AND batch_id = $2`
-	selectBatchItemsSQL = `SELECT payout_id, amount, asset, network, address, payer_id, code, message, created
-		FROM payout_batch_items WHERE batch_seq = $1 ORDER BY position`
 	// batchStateSQL: the balance, and the policy with the window when the
 	// workspace has one.
 	batchStateSQL = `SELECT b.available, p.max_payout, p.daily_limit, p.approval_over, p.address_allowlist, p.cooling_off,
@@ -31,12 +31,23 @@ const (
 		FROM payout_batches WHERE workspace_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`
 )
 
-// BatchColumns are the columns a store writes a batch's record and items
-// with: InsertBatchCols after seq, BatchItemCols after batch_seq.
-const (
-	InsertBatchCols = `workspace_id, batch_id, created_at, all_or_nothing, accepted, refused, accepted_amount`
-	BatchItemCols   = `position, payout_id, amount, asset, network, address, payer_id, code, message, created`
-)
+// InsertBatchCols are the columns a store writes a batch with
+// (BatchRecordArgs).
+const InsertBatchCols = `workspace_id, batch_id, created_at, all_or_nothing, accepted, refused, accepted_amount, items`
+
+// batchItem is one item of a batch as its row's items keep it: what it
+// asked for and what it was answered.
+type batchItem struct {
+	PayoutID string         `json:"payout_id"`
+	Amount   int64          `json:"amount"`
+	Asset    string         `json:"asset"`
+	Network  string         `json:"network"`
+	Address  string         `json:"address"`
+	PayerID  string         `json:"payer_id"`
+	Code     payoutkit.Code `json:"code"`
+	Message  string         `json:"message"`
+	Created  bool           `json:"created,omitempty"`
+}
 
 // BatchPlan is a judged batch: the items to create, in order, and, under a
 // daily limit, the balance row's window once they are debited.
@@ -165,26 +176,23 @@ func (o *Ops) book(ctx context.Context, q Querier, workspaceID string) (map[stri
 // it is now; sql.ErrNoRows when there is none.
 func (o *Ops) readBatch(ctx context.Context, q Querier, workspaceID, batchID string) (payoutkit.PayoutBatch, error) {
 	b := payoutkit.PayoutBatch{WorkspaceID: workspaceID, BatchID: batchID}
-	var seq, amount int64
-	err := q.QueryRowContext(ctx, selectBatchSQL, workspaceID, batchID).Scan(&seq, TimeCol{&b.CreatedAt}, &b.AllOrNothing,
-		&b.Accepted, &b.Refused, &amount)
+	var amount int64
+	var raw []byte
+	err := q.QueryRowContext(ctx, selectBatchSQL, workspaceID, batchID).Scan(TimeCol{&b.CreatedAt}, &b.AllOrNothing,
+		&b.Accepted, &b.Refused, &amount, &raw)
 	if err != nil {
 		return payoutkit.PayoutBatch{}, err
 	}
 	b.AcceptedAmount = payoutkit.Amount(amount)
-	rows, err := q.QueryContext(ctx, selectBatchItemsSQL, seq)
-	if err != nil {
-		return payoutkit.PayoutBatch{}, err
+	var items []batchItem
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return payoutkit.PayoutBatch{}, fmt.Errorf("sqlstore: batch %s's items: %w", batchID, err)
 	}
-	b.Results, err = Collect(rows, func(sc Scanner) (payoutkit.BatchResult, error) {
-		var r payoutkit.BatchResult
-		p := &r.Requested
-		err := sc.Scan(&p.PayoutID, &p.Amount, &p.Asset, &p.Network, &p.Address, &p.PayerID, &r.Code, &r.Message, &r.Created)
-		r.PayoutID = p.PayoutID
-		return r, err
-	})
-	if err != nil {
-		return payoutkit.PayoutBatch{}, err
+	b.Results = make([]payoutkit.BatchResult, len(items))
+	for i, it := range items {
+		b.Results[i] = payoutkit.BatchResult{PayoutID: it.PayoutID, Code: it.Code, Message: it.Message, Created: it.Created,
+			Requested: payoutkit.Payout{PayoutID: it.PayoutID, Amount: payoutkit.Amount(it.Amount), Asset: it.Asset, Network: it.Network,
+				Address: it.Address, PayerID: it.PayerID}}
 	}
 	var accepted []string
 	for _, r := range b.Results {
@@ -207,8 +215,15 @@ func (o *Ops) readBatch(ctx context.Context, q Querier, workspaceID, batchID str
 }
 
 // BatchRecordArgs are a batch's InsertBatchCols.
-func (o *Ops) BatchRecordArgs(b payoutkit.PayoutBatch) []any {
-	return []any{b.WorkspaceID, b.BatchID, o.c.TS(b.CreatedAt), b.AllOrNothing, b.Accepted, b.Refused, int64(b.AcceptedAmount)}
+func (o *Ops) BatchRecordArgs(b payoutkit.PayoutBatch) ([]any, error) {
+	items := make([]batchItem, len(b.Results))
+	for i, r := range b.Results {
+		q := r.Requested
+		items[i] = batchItem{PayoutID: q.PayoutID, Amount: int64(q.Amount), Asset: q.Asset, Network: q.Network, Address: q.Address,
+			PayerID: q.PayerID, Code: r.Code, Message: r.Message, Created: r.Created}
+	}
+	raw, err := json.Marshal(items)
+	return []any{b.WorkspaceID, b.BatchID, o.c.TS(b.CreatedAt), b.AllOrNothing, b.Accepted, b.Refused, int64(b.AcceptedAmount), raw}, err
 }
 
 // PayoutBatch implements payoutkit.Store.

@@ -44,7 +44,6 @@ var Relations = []Relation{
 	{"staff_sessions", "staff_email", "staff_users", "email"},
 	{"staff_recovery_codes", "staff_email", "staff_users", "email"},
 	{"payout_batches", "workspace_id", "workspaces", "id"},
-	{"payout_batch_items", "batch_seq", "payout_batches", "seq"},
 }
 
 // OrphansSQL counts the orphans of each of rels, in their order, as the

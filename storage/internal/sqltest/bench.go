@@ -298,3 +298,29 @@ func BenchHandoffBacklog(b *testing.B, db Bench) {
 		})
 	}
 }
+
+// BenchCreatePayoutBatch measures batches of 100 and 1,000 payouts
+// through the engine, all accepted, reporting the time per payout.
+func BenchCreatePayoutBatch(b *testing.B, db Bench) {
+	var seq atomic.Int64
+	for _, st := range benchStores(b, db) {
+		for _, size := range []int{100, 1000} {
+			b.Run(fmt.Sprintf("%s/%d", st.name, size), func(b *testing.B) {
+				cpu := processCPU()
+				for b.Loop() {
+					n := seq.Add(1)
+					req := payoutkit.CreatePayoutBatchRequest{BatchID: fmt.Sprint("batch-", n), Payouts: make([]payoutkit.CreatePayoutRequest, size)}
+					for i := range req.Payouts {
+						req.Payouts[i] = payoutRequest(fmt.Sprintf("po-%d-%d", n, i), "0.01")
+					}
+					if _, _, err := st.eng.CreatePayoutBatch(b.Context(), st.ws, req); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size), "ns/payout")
+				// CPU, not time: on a shared machine it is the figure that compares.
+				b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N*size), "cpu-ns/payout")
+			})
+		}
+	}
+}

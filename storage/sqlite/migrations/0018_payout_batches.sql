@@ -1,9 +1,11 @@
--- Mass payouts (contract, section 12). A batch is its record and one item
--- per payout it was asked for, in request order, with the answer that item
--- got (code 0 for an accepted one) and what it asked for, by which a replay
--- of the batch is compared. An accepted item's payout is a payouts row like
--- any other, which names the batch that created it (NULL for a payout
--- created alone).
+-- Mass payouts (contract, section 12). A batch is one row: its record and
+-- its items, one per payout it was asked for, in request order, with the
+-- answer each got (code 0 for an accepted one) and what it asked for, by
+-- which a replay of the batch is compared. The items are one JSON array
+-- (sqlcore's batchItem): written once, never changed and read whole, they
+-- cost one row instead of a thousand. An accepted item's payout is a
+-- payouts row like any other, which names the batch that created it (NULL
+-- for a payout created alone).
 ALTER TABLE payouts ADD COLUMN batch_id TEXT;
 
 CREATE TABLE payout_batches (
@@ -15,20 +17,6 @@ CREATE TABLE payout_batches (
     accepted        INTEGER NOT NULL,
     refused         INTEGER NOT NULL,
     accepted_amount INTEGER NOT NULL,
+    items           BLOB NOT NULL,
     CONSTRAINT payout_batches_batch_id UNIQUE (workspace_id, batch_id)
 ) STRICT;
-
-CREATE TABLE payout_batch_items (
-    batch_seq INTEGER NOT NULL REFERENCES payout_batches (seq),
-    position  INTEGER NOT NULL,
-    payout_id TEXT NOT NULL,
-    amount    INTEGER NOT NULL,
-    asset     TEXT NOT NULL,
-    network   TEXT NOT NULL,
-    address   TEXT NOT NULL,
-    payer_id  TEXT NOT NULL,
-    code      INTEGER NOT NULL,
-    message   TEXT NOT NULL,
-    created   INTEGER NOT NULL,
-    PRIMARY KEY (batch_seq, position)
-) STRICT, WITHOUT ROWID;
