@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,8 @@ import (
 func TestReadReplica(t *testing.T) {
 	c := pgtest.StartCluster(t, pgtest.ClusterOptions{})
 	c.CreateDatabase("payoutkit")
-	s := startServer(t, "-db", c.Primary.DSN("payoutkit"), "-read-db", c.Standby.DSN("payoutkit"))
+	s := startServer(t, "-db", c.Primary.DSN("payoutkit"), "-read-db", c.Standby.DSN("payoutkit"),
+		"-credentials-file", filepath.Join(t.TempDir(), "credentials.json"))
 	first := decodeObject(t, s.stdout.String())
 	key, email, password := first["api_key"].(string), first["staff_email"].(string), first["staff_password"].(string)
 	fund(t, s.url, key, "fund", "100.00")
