@@ -365,6 +365,9 @@ type payoutClient struct {
 	// afterAck, when set before start, is told of every code 0 answer:
 	// when its request was sent and when the answer came.
 	afterAck func(sent, answered time.Time)
+	// bodyFor, when set before start, makes the body of payout id (the
+	// same every time it is sent) in place of body's.
+	bodyFor func(id string) string
 }
 
 func newPayoutClient(key, amount string) *payoutClient {
@@ -380,6 +383,9 @@ func newPayoutClient(key, amount string) *payoutClient {
 }
 
 func (c *payoutClient) body(id string) string {
+	if c.bodyFor != nil {
+		return c.bodyFor(id)
+	}
 	return fmt.Sprintf(`{"payout_id":%q,"amount":%q,"asset":"USDT","network":"TRON","address":"TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t","payer_id":"cust-%d"}`,
 		id, c.amount, len(id)%7)
 }
