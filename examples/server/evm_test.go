@@ -30,6 +30,7 @@ import (
 type evmRig struct {
 	node   *evmtest.Node
 	token  common.Address
+	hot    common.Address // the hot wallet
 	config string
 }
 
@@ -57,7 +58,7 @@ func newEVMRig(t *testing.T) *evmRig {
 	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &evmRig{node: node, token: token, config: config}
+	return &evmRig{node: node, token: token, hot: hotAddr, config: config}
 }
 
 func newAddress(t *testing.T) common.Address {

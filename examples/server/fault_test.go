@@ -334,7 +334,7 @@ func doJSON(ctx context.Context, hc *http.Client, method, url, key, body string)
 type outcome int
 
 const (
-	unanswered outcome = iota // no answer, or 50000: it may or may not exist; retry
+	unanswered outcome = iota // no answer, 50000 or 50300: it may or may not exist; retry
 	accepted                  // code 0 (first time or replayed)
 	refused                   // 40000 Insufficient available balance: it does not exist
 	unexpected                // anything else: a bug
@@ -359,7 +359,15 @@ type payoutClient struct {
 	bad      []string        // unexpected answers
 
 	replays, internal, transport atomic.Int64 // replays, 50000s, no answers
+	unavailable                  atomic.Int64 // 50300s (the database unavailable)
 	slowest                      atomic.Int64 // the longest answered request, ns
+
+	// afterAck, when set before start, is told of every code 0 answer:
+	// when its request was sent and when the answer came.
+	afterAck func(sent, answered time.Time)
+	// bodyFor, when set before start, makes the body of payout id (the
+	// same every time it is sent) in place of body's.
+	bodyFor func(id string) string
 }
 
 func newPayoutClient(key, amount string) *payoutClient {
@@ -375,6 +383,9 @@ func newPayoutClient(key, amount string) *payoutClient {
 }
 
 func (c *payoutClient) body(id string) string {
+	if c.bodyFor != nil {
+		return c.bodyFor(id)
+	}
 	return fmt.Sprintf(`{"payout_id":%q,"amount":%q,"asset":"USDT","network":"TRON","address":"TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t","payer_id":"cust-%d"}`,
 		id, c.amount, len(id)%7)
 }
@@ -401,8 +412,18 @@ func (c *payoutClient) send(ctx context.Context, url, id string) outcome {
 		o = refused
 	case st == 500 && env.Code == 50000:
 		c.internal.Add(1)
+	case st == 503 && env.Code == 50300:
+		c.unavailable.Add(1)
+		if h.Get("Retry-After") == "" {
+			c.mu.Lock()
+			c.bad = append(c.bad, fmt.Sprintf("%s: 503 without Retry-After", id))
+			c.mu.Unlock()
+		}
 	default:
 		o = unexpected
+	}
+	if o == accepted && c.afterAck != nil {
+		c.afterAck(start, time.Now())
 	}
 	if err == nil {
 		for d := int64(time.Since(start)); ; {
@@ -480,8 +501,8 @@ func (c *payoutClient) waitAcked(t testing.TB, n int, limit time.Duration) {
 		}
 		if time.Now().After(deadline) {
 			a, r, p := c.counts()
-			t.Fatalf("%d payouts accepted within %s (want %d more than %d; %d refused, %d unanswered, %d 50000s, %d transport errors)",
-				a-base, limit, n, base, r, p, c.internal.Load(), c.transport.Load())
+			t.Fatalf("%d payouts accepted within %s (want %d more than %d; %d refused, %d unanswered, %d 50000s, %d 50300s, %d transport errors)",
+				a-base, limit, n, base, r, p, c.internal.Load(), c.unavailable.Load(), c.transport.Load())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -526,8 +547,8 @@ func (c *payoutClient) String() string {
 	c.mu.Lock()
 	tried := len(c.tried)
 	c.mu.Unlock()
-	return fmt.Sprintf("%d payout_ids sent, %d accepted (%d answers replayed), %d refused for the balance, %d unanswered; %d answers 50000, %d without an answer; slowest answer %s",
-		tried, a, c.replays.Load(), r, p, c.internal.Load(), c.transport.Load(), time.Duration(c.slowest.Load()).Round(time.Millisecond))
+	return fmt.Sprintf("%d payout_ids sent, %d accepted (%d answers replayed), %d refused for the balance, %d unanswered; %d answers 50000, %d answers 50300, %d without an answer; slowest answer %s",
+		tried, a, c.replays.Load(), r, p, c.internal.Load(), c.unavailable.Load(), c.transport.Load(), time.Duration(c.slowest.Load()).Round(time.Millisecond))
 }
 
 // ---- the checks every suite ends with ----
@@ -838,7 +859,8 @@ func TestFaultSQLiteAdminUnderLoad(t *testing.T) {
 // TestFaultPostgresConnectionCuts: the server reaches PostgreSQL through a
 // proxy that cuts connections at random while they carry traffic: in a
 // statement, between a batch's statements, in its COMMIT or in the
-// COMMIT's answer. Every request is answered, with code 0 or 50000, never
+// COMMIT's answer. Every request is answered, with code 0, 50300 (the
+// connection lost: retry) or 50000, never
 // with half a change; the pool replaces the connections by itself; the
 // retries converge and the audit passes.
 func TestFaultPostgresConnectionCuts(t *testing.T) {
@@ -861,7 +883,7 @@ func TestFaultPostgresConnectionCuts(t *testing.T) {
 	c.waitAcked(t, 30, 30*time.Second)
 	r.stopLoad(t)
 	t.Logf("%d connections cut: %s", proxy.cuts.Load(), c)
-	if c.internal.Load() == 0 {
+	if c.internal.Load()+c.unavailable.Load() == 0 {
 		t.Errorf("no request failed while connections were cut")
 	}
 	if n := c.transport.Load(); n != 0 {
@@ -873,8 +895,8 @@ func TestFaultPostgresConnectionCuts(t *testing.T) {
 // TestFaultPostgresOutage: PostgreSQL goes away while the server runs (the
 // proxy refuses every connection, as a restarting server does), then comes
 // back; later every backend of the server is terminated with
-// pg_terminate_backend. The server answers all along (50000 while the
-// database is gone, /readyz 503), and 200 again afterwards, without a
+// pg_terminate_backend. The server answers all along (503 with code 50300
+// while the database is gone, /readyz 503), and 200 again afterwards, without a
 // restart of its own.
 func TestFaultPostgresOutage(t *testing.T) {
 	skipShortFault(t)
@@ -893,10 +915,10 @@ func TestFaultPostgresOutage(t *testing.T) {
 	for round := range faultCount(2, 5) {
 		// The outage.
 		proxy.SetRefuse(true)
-		internalBefore := c.internal.Load()
+		unavailableBefore := c.unavailable.Load()
 		outage := time.Now()
 		for time.Since(outage) < 3*time.Second {
-			if st, env := probe("/v1/balance"); st != 500 || env.Code != 50000 {
+			if st, env := probe("/v1/balance"); st != 503 || env.Code != 50300 {
 				t.Fatalf("round %d: balance during the outage: %d %+v", round, st, env)
 			}
 			if st, _ := probe("/readyz"); st != 503 {
@@ -907,8 +929,8 @@ func TestFaultPostgresOutage(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		if c.internal.Load() == internalBefore {
-			t.Errorf("round %d: no payout answered 50000 during the outage", round)
+		if c.unavailable.Load() == unavailableBefore {
+			t.Errorf("round %d: no payout answered 50300 during the outage", round)
 		}
 		proxy.SetRefuse(false)
 		waitAnswer(t, func() bool { st, env := probe("/v1/balance"); return st == 200 && env.Code == 0 })

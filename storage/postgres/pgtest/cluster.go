@@ -1,6 +1,7 @@
 package pgtest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -254,9 +255,25 @@ func (c *Cluster) KillPrimary() {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		c.t.Fatalf("killing the primary's postmaster %d: %v", pid, err)
 	}
-	c.waitFor(30*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }, "the primary's postmaster to die")
+	c.waitFor(30*time.Second, func() bool { return !alive(pid) }, "the primary's postmaster to die")
 	// Its backends notice their postmaster's death and end; a client may
 	// still hold a socket to one for a moment.
+}
+
+// alive reports whether process pid runs. A zombie does not: the
+// postmaster, detached by pg_ctl, is reaped by init, which may take its
+// time (seconds, in some containers).
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist) // no /proc: kill's word
+	}
+	// The state follows the command's name, in parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
 
 func (c *Cluster) postmasterPID(s *Server) int {
