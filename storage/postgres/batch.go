@@ -89,18 +89,11 @@ func (s *Store) CreatePayoutBatch(ctx context.Context, b payoutkit.PayoutBatch, 
 		}
 		return nil
 	}, nil)
-	switch {
-	case errors.Is(err, sqlcore.ErrNothingToCommit):
-		return judged, false, nil
-	case errors.Is(err, payoutkit.ErrBatchRefused):
-		return judged, false, err
-	case err != nil:
-		return payoutkit.PayoutBatch{}, false, translate(ctx, "create payout batch", err)
-	}
-	if created > 0 && lease.Owner == "" {
+	stored, ok, err := sqlcore.BatchAnswer(ctx, judged, err, translate)
+	if ok && created > 0 && lease.Owner == "" {
 		s.w.Committed()
 	}
-	return judged, true, nil
+	return stored, ok, err
 }
 
 // batchArgs are pgWriteBatchSQL's arguments for the judged batch b.

@@ -130,6 +130,22 @@ func (o *Ops) JudgeBatch(ctx context.Context, tx *sql.Tx, b *payoutkit.PayoutBat
 	return plan, nil
 }
 
+// BatchAnswer is a store's CreatePayoutBatch answer after its write of
+// judged ended with err: the stored batch (ErrNothingToCommit: a replay),
+// a refused all-or-nothing batch as judged, a created one, or the error
+// translated.
+func BatchAnswer(ctx context.Context, judged payoutkit.PayoutBatch, err error, translate func(context.Context, string, error) error) (payoutkit.PayoutBatch, bool, error) {
+	switch {
+	case errors.Is(err, ErrNothingToCommit):
+		return judged, false, nil
+	case errors.Is(err, payoutkit.ErrBatchRefused):
+		return judged, false, err
+	case err != nil:
+		return payoutkit.PayoutBatch{}, false, translate(ctx, "create payout batch", err)
+	}
+	return judged, true, nil
+}
+
 // SetWindow writes the balance row's window after a batch.
 func (o *Ops) SetWindow(ctx context.Context, tx *sql.Tx, workspaceID string, w Window) error {
 	_, err := tx.ExecContext(ctx, setWindowSQL, append([]any{workspaceID}, o.WindowArgs(w)...)...)
