@@ -137,6 +137,10 @@ func (o object) check(prefix string, fields ...field) (problems []payoutkit.Fiel
 			if f.required {
 				problems = append(problems, payoutkit.FieldError{Field: prefix + f.name, Message: "is required"})
 			}
+		case len(raw) > 1 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0:
+			// No escapes: the parsed body's string is its bytes, quoted (a
+			// JSON string holds no raw control character).
+			*f.dst = string(raw[1 : len(raw)-1])
 		case len(raw) > 0 && raw[0] == '"':
 			if err := json.Unmarshal(raw, f.dst); err != nil {
 				problems = append(problems, payoutkit.FieldError{Field: prefix + f.name, Message: "must be a string"})
