@@ -66,15 +66,25 @@ func Run[T any](ctx context.Context, cfg Config, l Loop[T]) {
 		running   = make(map[string]job[T]) // by key
 		perTenant = make(map[string]int)    // running jobs by tenant
 		waiting   []job[T]                  // leased items to work on later
-		done      = make(chan job[T], limit)
-		jobs      = make(chan job[T], limit)
-		workers   = 0 // started so far; those not running a job wait on jobs
-		wg        sync.WaitGroup
+		// minLease is no later than the earliest lease in waiting (zero:
+		// not known).
+		minLease time.Time
+		done     = make(chan job[T], limit)
+		jobs     = make(chan job[T], limit)
+		workers  = 0 // started so far; those not running a job wait on jobs
+		wg       sync.WaitGroup
 	)
 	// Items held back for their tenant wait at most this many at a time;
 	// more start anyway, so the share never starves the tenant nor holds
 	// more than a worker round of leases idle.
 	maxHeldBack := limit
+	// wait puts j in waiting, keeping minLease no later than its lease.
+	wait := func(j job[T]) {
+		waiting = append(waiting, j)
+		if !minLease.IsZero() && j.leaseUntil.Before(minLease) {
+			minLease = j.leaseUntil
+		}
+	}
 	defer wg.Wait()
 	defer close(jobs)
 	// Workers outlive their jobs: a goroutine per job would start with a
@@ -102,7 +112,7 @@ func Run[T any](ctx context.Context, cfg Config, l Loop[T]) {
 		}
 		switch {
 		case !j.again.IsZero():
-			waiting = append(waiting, j)
+			wait(j)
 		case j.offered:
 			l.Offered.finished()
 		}
@@ -139,7 +149,17 @@ func Run[T any](ctx context.Context, cfg Config, l Loop[T]) {
 	for ctx.Err() == nil {
 		now := cfg.Now()
 		heldBack := 0 // waiting items held back for their tenant's share
+		// Once every worker runs, the rest of waiting can only lose items
+		// whose lease ran out: none before minLease, so the walk leaves
+		// them as they are (a batch's 1,000 offered items wait here, and
+		// each finished item walks the list).
+		var keptMin time.Time
+		skipped := false
 		waiting = slices.DeleteFunc(waiting, func(j job[T]) bool {
+			if len(running) >= limit && !minLease.IsZero() && now.Before(minLease) {
+				skipped = true
+				return false
+			}
 			switch {
 			case !j.leaseUntil.After(now): // the lease is gone, and the item with it
 				if j.offered {
@@ -153,8 +173,15 @@ func Run[T any](ctx context.Context, cfg Config, l Loop[T]) {
 			if tenantFull(j.tenant) {
 				heldBack++
 			}
+			if keptMin.IsZero() || j.leaseUntil.Before(keptMin) {
+				keptMin = j.leaseUntil
+			}
 			return false
 		})
+		if skipped && keptMin.After(minLease) {
+			keptMin = minLease // the items passed over are no earlier
+		}
+		minLease = keptMin
 		again := false
 		var full []string // tenants with their share of workers
 		for tenant := range perTenant {
@@ -188,9 +215,9 @@ func Run[T any](ctx context.Context, cfg Config, l Loop[T]) {
 				case busy:
 					// A worker has just recorded its outcome for this key
 					// but not reported back yet: run this right after it.
-					waiting = append(waiting, j)
+					wait(j)
 				case tenantFull(j.tenant) && heldBack < maxHeldBack:
-					waiting = append(waiting, j)
+					wait(j)
 					heldBack++
 					queued++
 				default:
@@ -212,6 +239,9 @@ func Run[T any](ctx context.Context, cfg Config, l Loop[T]) {
 			wakeAt = nextPassOver
 		}
 		for _, j := range waiting {
+			if len(running) >= limit {
+				break // none is startable before a worker finishes, which wakes the loop
+			}
 			if startable(j) && j.again.Before(wakeAt) {
 				wakeAt = j.again
 			}
@@ -250,7 +280,7 @@ func Run[T any](ctx context.Context, cfg Config, l Loop[T]) {
 				if startable(j) {
 					start(j)
 				} else {
-					waiting = append(waiting, j)
+					wait(j)
 				}
 			}
 			continue
