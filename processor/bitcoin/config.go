@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,6 +128,21 @@ type Config struct {
 	// ExplorerTxURL is a block explorer's transaction page, with "{txid}"
 	// where the txid goes. Default none.
 	ExplorerTxURL string
+
+	// PollInterval is how often the processor's loop scans new blocks,
+	// settles, rebroadcasts and batches. Default 5 seconds.
+	PollInterval time.Duration
+	// RebroadcastAfter is how long an unmined transaction waits before it
+	// is broadcast again. Default a minute.
+	RebroadcastAfter time.Duration
+	// Logger receives the processor's log lines. Default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Checkpoint, when set, is called at "signed" (a batch's transaction
+	// is stored, not broadcast) and "sent" (broadcast), for fault-injection
+	// tests that stop the process there.
+	Checkpoint func(point string)
 }
 
 // RPCConfig is how the node's JSON-RPC is reached.
@@ -304,6 +320,12 @@ func (c *Config) withDefaults() error {
 	if c.ReplaceAfter == 0 {
 		c.ReplaceAfter = DefaultReplaceAfter
 	}
+	if c.PollInterval == 0 {
+		c.PollInterval = 5 * time.Second
+	}
+	if c.RebroadcastAfter == 0 {
+		c.RebroadcastAfter = time.Minute
+	}
 	switch {
 	case c.StartHeight < 0:
 		return errors.New("start_height must not be negative")
@@ -319,6 +341,8 @@ func (c *Config) withDefaults() error {
 		return errors.New("dust_limit must be a positive number of satoshis")
 	case c.MaxWeight < minWeight || c.MaxWeight > MaxStandardWeight:
 		return fmt.Errorf("max_weight must be %d to %d", minWeight, MaxStandardWeight)
+	case c.PollInterval < 0 || c.RebroadcastAfter < 0 || c.BatchWindow < 0 || c.MaxQuoteAge < 0 || c.ReplaceAfter < 0:
+		return errors.New("durations must be positive")
 	case c.ExplorerTxURL != "" && !strings.Contains(c.ExplorerTxURL, "{txid}"):
 		return errors.New("explorer_tx_url must contain {txid}")
 	}

@@ -22,6 +22,15 @@ import (
 //   - payoutkit_btc_blocks: each wallet's scanned chain, a block hash per
 //     height, to notice a reorg; the highest row is where the scan
 //     resumes.
+//   - payoutkit_btc_payouts: one row per payout taken (its idempotency
+//     key), with its amount in satoshis and the quote that made it, queued
+//     until a batch takes it, then the transaction and output paying it
+//     and its share of the fee.
+//   - payoutkit_btc_txs: every transaction the processor signed, raw,
+//     stored (its inputs reserved in payoutkit_btc_utxos.reserved_by, its
+//     payouts pointed at it) in one database transaction before it is
+//     broadcast, and the height of the block it is in (0 while it is in
+//     none).
 const (
 	migrationsTable = "payoutkit_btc_migrations"
 	locksTable      = "payoutkit_btc_migration_locks"
@@ -43,6 +52,63 @@ type utxoRow struct {
 	SpentTxID   string `bun:"spent_txid,notnull"`
 	SpentHeight int64  `bun:"spent_height,notnull"`
 	CreatedAt   int64  `bun:"created_at,notnull"`
+	// ReservedBy is the processor's transaction spending it, stored but
+	// perhaps not yet mined; "" when none.
+	ReservedBy string `bun:"reserved_by,notnull"`
+}
+
+// Payout and transaction states.
+const (
+	stateQueued    = "queued"    // a payout waiting for a batch
+	stateSent      = "sent"      // a payout in a stored transaction
+	stateCompleted = "completed" // a payout settled
+	stateFailed    = "failed"    // a payout refused after it was queued
+	statePending   = "pending"   // a transaction not yet settled
+	stateConfirmed = "confirmed" // a transaction whose payouts settled
+)
+
+type payoutRow struct {
+	bun.BaseModel `bun:"table:payoutkit_btc_payouts"`
+
+	Key         string `bun:"idempotency_key,pk"`
+	WorkspaceID string `bun:"workspace_id,notnull"`
+	PayoutID    string `bun:"payout_id,notnull"`
+	Wallet      string `bun:"wallet,notnull"`
+	Address     string `bun:"address,notnull"`
+	PkScript    []byte `bun:"pk_script,notnull"`
+	// Sats is the amount paid; USDCents what was debited, at QuotePrice
+	// (USD per BTC, a decimal string) observed at QuoteAt (Unix ms).
+	Sats        int64  `bun:"sats,notnull"`
+	USDCents    int64  `bun:"usd_cents,notnull"`
+	QuotePrice  string `bun:"quote_price,notnull"`
+	QuoteAt     int64  `bun:"quote_at,notnull"`
+	QuoteSource string `bun:"quote_source,notnull"`
+	State       string `bun:"state,notnull"`
+	// TxID and Vout are the output paying it, and FeeShare its share of
+	// the transaction's fee (SplitFee), once a batch took it.
+	TxID     string `bun:"txid,notnull"`
+	Vout     int64  `bun:"vout,notnull"`
+	FeeShare int64  `bun:"fee_share,notnull"`
+	// DueAt is when its batch window ends (Unix ms).
+	DueAt     int64 `bun:"due_at,notnull"`
+	CreatedAt int64 `bun:"created_at,notnull"`
+}
+
+type txRow struct {
+	bun.BaseModel `bun:"table:payoutkit_btc_txs"`
+
+	TxID    string `bun:"txid,pk"`
+	Wallet  string `bun:"wallet,notnull"`
+	Raw     []byte `bun:"raw,notnull"`
+	Fee     int64  `bun:"fee,notnull"`
+	FeeRate int64  `bun:"fee_rate,notnull"`
+	Weight  int64  `bun:"weight,notnull"`
+	// Height is the block it is in; 0 while in none.
+	Height    int64  `bun:"height,notnull"`
+	State     string `bun:"state,notnull"`
+	CreatedAt int64  `bun:"created_at,notnull"`
+	// SentAt is its latest broadcast (Unix ms); 0 before the first.
+	SentAt int64 `bun:"sent_at,notnull"`
 }
 
 type blockRow struct {
@@ -130,8 +196,58 @@ func migrations() []migrate.Migration {
 			return nil
 		})
 	}
-	init.Down = func(context.Context, *migrate.Migrator, *migrate.Migration) error {
+	payouts := migrate.Migration{Name: "payoutkit_btc_0002_payouts", Comment: "payoutkit Bitcoin processor: payouts and transactions"}
+	payouts.Up = func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+		blob := "BLOB"
+		if m.DB().Dialect().Name() == dialect.PG {
+			blob = "BYTEA"
+		}
+		return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			for _, q := range []string{
+				`ALTER TABLE payoutkit_btc_utxos ADD COLUMN reserved_by TEXT NOT NULL DEFAULT ''`,
+				`CREATE TABLE IF NOT EXISTS payoutkit_btc_txs (
+					txid TEXT PRIMARY KEY,
+					wallet TEXT NOT NULL,
+					raw ` + blob + ` NOT NULL,
+					fee BIGINT NOT NULL,
+					fee_rate BIGINT NOT NULL,
+					weight BIGINT NOT NULL,
+					height BIGINT NOT NULL,
+					state TEXT NOT NULL,
+					created_at BIGINT NOT NULL,
+					sent_at BIGINT NOT NULL)`,
+				`CREATE INDEX IF NOT EXISTS payoutkit_btc_txs_open ON payoutkit_btc_txs (wallet, state, height)`,
+				`CREATE TABLE IF NOT EXISTS payoutkit_btc_payouts (
+					idempotency_key TEXT PRIMARY KEY,
+					workspace_id TEXT NOT NULL,
+					payout_id TEXT NOT NULL,
+					wallet TEXT NOT NULL,
+					address TEXT NOT NULL,
+					pk_script ` + blob + ` NOT NULL,
+					sats BIGINT NOT NULL,
+					usd_cents BIGINT NOT NULL,
+					quote_price TEXT NOT NULL,
+					quote_at BIGINT NOT NULL,
+					quote_source TEXT NOT NULL,
+					state TEXT NOT NULL,
+					txid TEXT NOT NULL,
+					vout BIGINT NOT NULL,
+					fee_share BIGINT NOT NULL,
+					due_at BIGINT NOT NULL,
+					created_at BIGINT NOT NULL)`,
+				`CREATE INDEX IF NOT EXISTS payoutkit_btc_payouts_open ON payoutkit_btc_payouts (wallet, state, created_at)`,
+				`CREATE INDEX IF NOT EXISTS payoutkit_btc_payouts_tx ON payoutkit_btc_payouts (txid)`,
+			} {
+				if _, err := tx.ExecContext(ctx, q); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	down := func(context.Context, *migrate.Migrator, *migrate.Migration) error {
 		return errors.New("bitcoin: the processor's migrations cannot be rolled back")
 	}
-	return []migrate.Migration{init}
+	init.Down, payouts.Down = down, down
+	return []migrate.Migration{init, payouts}
 }

@@ -153,10 +153,26 @@ func (w *Wallet) apply(ctx context.Context, tx bun.Tx, blocks []scanned) error {
 		}
 		unspent[wire.OutPoint{Hash: *h, Index: uint32(r.Vout)}] = true
 	}
+	var open []string
+	if err := tx.NewSelect().Model((*txRow)(nil)).Column("txid").Where("wallet = ? AND height = 0", w.addr).Scan(ctx, &open); err != nil {
+		return err
+	}
+	ours := make(map[chainhash.Hash]bool, len(open))
+	for _, id := range open {
+		if h, err := chainhash.NewHashFromStr(id); err == nil {
+			ours[*h] = true
+		}
+	}
 	now := w.now().UnixMilli()
 	for _, b := range blocks {
 		for i, t := range b.block.Transactions {
 			txid := t.TxHash()
+			if ours[txid] {
+				delete(ours, txid)
+				if _, err := tx.NewUpdate().Model((*txRow)(nil)).Set("height = ?", b.height).Where("txid = ?", txid.String()).Exec(ctx); err != nil {
+					return err
+				}
+			}
 			if i > 0 {
 				for _, in := range t.TxIn {
 					if !unspent[in.PreviousOutPoint] {
@@ -185,7 +201,10 @@ func (w *Wallet) apply(ctx context.Context, tx bun.Tx, blocks []scanned) error {
 				unspent[wire.OutPoint{Hash: txid, Index: uint32(vout)}] = true
 			}
 		}
-		if _, err := tx.NewInsert().Model(&blockRow{Wallet: w.addr, Height: b.height, Hash: b.hash.String()}).Exec(ctx); err != nil {
+		// Another instance scanning the same wallet may have recorded the
+		// block meanwhile; what it recorded is the same.
+		if _, err := tx.NewInsert().Model(&blockRow{Wallet: w.addr, Height: b.height, Hash: b.hash.String()}).
+			On("CONFLICT (wallet, height) DO NOTHING").Exec(ctx); err != nil {
 			return err
 		}
 	}
@@ -226,6 +245,11 @@ func (w *Wallet) rewind(ctx context.Context) error {
 			Where("wallet = ? AND spent_height > ?", w.addr, fork).Exec(ctx); err != nil {
 			return err
 		}
+		// The processor's transactions in the blocks taken away are
+		// watched again.
+		if _, err := tx.NewUpdate().Model((*txRow)(nil)).Set("height = 0").Where("wallet = ? AND height > ?", w.addr, fork).Exec(ctx); err != nil {
+			return err
+		}
 		_, err := tx.NewDelete().Model((*blockRow)(nil)).Where("wallet = ? AND height > ?", w.addr, fork).Exec(ctx)
 		return err
 	})
@@ -233,14 +257,15 @@ func (w *Wallet) rewind(ctx context.Context) error {
 
 // Spendable returns the wallet's unspent outputs as of the last Sync, with
 // their confirmations, leaving out coinbase outputs not yet mature (the
-// network's CoinbaseMaturity blocks), and the height synced to.
+// network's CoinbaseMaturity blocks) and outputs a stored transaction of
+// the processor's spends, and the height synced to.
 func (w *Wallet) Spendable(ctx context.Context) ([]Utxo, int64, error) {
 	tip, _, err := w.cursor(ctx, w.db)
 	if err != nil {
 		return nil, 0, err
 	}
 	var rows []utxoRow
-	if err := w.db.NewSelect().Model(&rows).Where("wallet = ? AND spent_txid = ''", w.addr).Order("height", "txid", "vout").Scan(ctx); err != nil {
+	if err := w.db.NewSelect().Model(&rows).Where("wallet = ? AND spent_txid = '' AND reserved_by = ''", w.addr).Order("height", "txid", "vout").Scan(ctx); err != nil {
 		return nil, 0, fmt.Errorf("bitcoin: the wallet's outputs: %w", err)
 	}
 	var out []Utxo

@@ -1,0 +1,258 @@
+package bitcoin
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/btcsuite/btcd/chaincfg"
+	"github.com/btcsuite/btcd/chaincfg/chainhash"
+	"github.com/btcsuite/btcd/wire"
+
+	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/processor/bitcoin/btcdtest"
+)
+
+// flakyNode is a node whose broadcasts fail while down is set, as if the
+// process stopped between storing a transaction and sending it.
+type flakyNode struct {
+	Node
+	down atomic.Bool
+}
+
+func (n *flakyNode) SendRawTransaction(tx *wire.MsgTx, allowHighFees bool) (*chainhash.Hash, error) {
+	if n.down.Load() {
+		return nil, errors.New("connection refused")
+	}
+	return n.Node.SendRawTransaction(tx, allowHighFees)
+}
+
+// outputsTo counts the outputs paying script in the node's blocks from
+// height from to the tip.
+func outputsTo(t *testing.T, r *btcdRig, script []byte, from int64) int {
+	t.Helper()
+	tip, err := r.node.Client.GetBlockCount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for h := from; h <= tip; h++ {
+		hash, err := r.node.Client.GetBlockHash(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := r.node.Client.GetBlock(hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tx := range b.Transactions {
+			for _, o := range tx.TxOut {
+				if bytes.Equal(o.PkScript, script) {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// TestBtcdStoredBeforeBroadcast stores a batch whose broadcast fails (the
+// process "stops" there), then, in a new Processor on the same database,
+// submits its payouts again: the stored transaction is sent, never a new
+// one, and each address is paid once.
+func TestBtcdStoredBeforeBroadcast(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e *testEngine) {
+		ctx := context.Background()
+		r := newBtcdRig(t, e, func(c *Config) { c.BatchWindow = time.Millisecond })
+		flaky := &flakyNode{Node: r.node.Client}
+		flaky.down.Store(true)
+		cfg := r.proc.cfg
+		first, err := New(ctx, e.db, flaky, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var subs []payoutkit.Submission
+		for i, a := range payees(t, &chaincfg.RegressionNetParams) {
+			sub := e.payout(t, fmt.Sprintf("po-%d", i), "250.00", a.EncodeAddress())
+			if err := first.Submit(ctx, sub, e); err != nil {
+				t.Fatal(err)
+			}
+			subs = append(subs, sub)
+		}
+		time.Sleep(5 * time.Millisecond)
+		if err := first.Tick(ctx, e); err == nil {
+			t.Fatal("the broadcast did not fail")
+		}
+		var stored []txRow
+		if err := e.db.NewSelect().Model(&stored).Scan(ctx); err != nil || len(stored) != 1 || stored[0].SentAt != 0 {
+			t.Fatalf("stored %+v %v", stored, err)
+		}
+		if mp, _ := r.node.Client.GetRawMempool(); len(mp) != 0 {
+			t.Fatalf("mempool %v", mp)
+		}
+
+		// "Restarted": the engine hands the payouts off again.
+		second, err := New(ctx, e.db, r.node.Client, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sub := range subs {
+			if err := second.Submit(ctx, sub, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mp, err := r.node.Client.GetRawMempool()
+		if err != nil || len(mp) != 1 || mp[0].String() != stored[0].TxID {
+			t.Fatalf("mempool %v, stored %s: %v", mp, stored[0].TxID, err)
+		}
+		r.node.Generate(t, 2)
+		if err := second.Tick(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		if s := second.Stats(); s.Batches != 0 || s.Completed != 4 {
+			t.Fatalf("stats %+v", s)
+		}
+		for _, sub := range subs {
+			p := e.status(t, sub.PayoutID)
+			if p.Status != payoutkit.PayoutCompleted || p.TxID != stored[0].TxID {
+				t.Fatalf("payout %s: %s %s", sub.PayoutID, p.Status, p.TxID)
+			}
+			// Handed off again after settling, as after a crash before the
+			// hand-off was recorded: nothing new.
+			if err := second.Submit(ctx, sub, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if s := second.Stats(); s.Batches != 0 {
+			t.Fatalf("stats %+v", s)
+		}
+		for _, sub := range subs {
+			script, _ := PayeeScript(sub.Address, &chaincfg.RegressionNetParams)
+			if n := outputsTo(t, r, script, btcdtest.ActivationHeight+1); n != 1 {
+				t.Fatalf("%s paid %d times", sub.PayoutID, n)
+			}
+		}
+	})
+}
+
+// TestBtcdTwoProcessorsOneWallet runs two processors of one wallet on one
+// database, their rounds at once: every payout is in exactly one stored
+// transaction, and no output of the wallet is spent by two.
+func TestBtcdTwoProcessorsOneWallet(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e *testEngine) {
+		ctx := context.Background()
+		r := newBtcdRig(t, e, func(c *Config) { c.BatchWindow = time.Millisecond; c.MaxBatchSize = 7 })
+		other, err := New(ctx, e.db, r.node.Client, r.proc.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 30 {
+			a := payees(t, &chaincfg.RegressionNetParams)[i%4]
+			if err := r.proc.Submit(ctx, e.payout(t, fmt.Sprintf("po-%d", i), "1000.00", a.EncodeAddress()), e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+		for round := 0; round < 8; round++ {
+			var wg sync.WaitGroup
+			for _, p := range []*Processor{r.proc, other} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := p.Tick(ctx, e); err != nil {
+						t.Errorf("tick: %v", err)
+					}
+				}()
+			}
+			wg.Wait()
+			r.node.Generate(t, 1)
+		}
+		var txs []txRow
+		if err := e.db.NewSelect().Model(&txs).Scan(ctx); err != nil {
+			t.Fatal(err)
+		}
+		spent := map[wire.OutPoint]string{}
+		for _, row := range txs {
+			tx := wire.NewMsgTx(2)
+			if err := tx.Deserialize(bytes.NewReader(row.Raw)); err != nil {
+				t.Fatal(err)
+			}
+			for _, in := range tx.TxIn {
+				if prev, dup := spent[in.PreviousOutPoint]; dup {
+					t.Fatalf("%v spent by %s and %s", in.PreviousOutPoint, prev, row.TxID)
+				}
+				spent[in.PreviousOutPoint] = row.TxID
+			}
+		}
+		var payouts []payoutRow
+		if err := e.db.NewSelect().Model(&payouts).Scan(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, po := range payouts {
+			if po.TxID == "" || po.State == stateQueued {
+				t.Errorf("payout %s not in a transaction: %+v", po.PayoutID, po)
+			}
+		}
+		s1, s2 := r.proc.Stats(), other.Stats()
+		t.Logf("%d transactions; stats %+v and %+v", len(txs), s1, s2)
+		if len(txs) != int(s1.Batches+s2.Batches) || len(payouts) != 30 || len(txs) < 5 || s1.Completed+s2.Completed != 30 {
+			t.Fatalf("%d transactions, %d payouts", len(txs), len(payouts))
+		}
+	})
+}
+
+// TestBtcdWalletTooSmall gives the processor a batch its wallet cannot pay
+// whole: it pays the oldest payouts it can and lets the rest wait, without
+// failing them, and pays them once the wallet has more.
+func TestBtcdWalletTooSmall(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e *testEngine) {
+		ctx := context.Background()
+		// From 334, a single mature coinbase of 12.5 BTC.
+		r := newBtcdRig(t, e, func(c *Config) { c.BatchWindow = time.Millisecond; c.StartHeight = 334 })
+		var subs []payoutkit.Submission
+		for i, a := range payees(t, &chaincfg.RegressionNetParams)[:3] {
+			sub := e.payout(t, fmt.Sprintf("po-%d", i), "250000.00", a.EncodeAddress()) // 5 BTC each
+			if err := r.proc.Submit(ctx, sub, e); err != nil {
+				t.Fatal(err)
+			}
+			subs = append(subs, sub)
+			time.Sleep(2 * time.Millisecond) // distinct queue times: po-2 is the newest
+		}
+		if err := r.proc.Tick(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		for i, sub := range subs {
+			want := stateSent
+			if i == 2 {
+				want = stateQueued
+			}
+			if row, err := loadPayout(ctx, e.db, sub.IdempotencyKey); err != nil || row.State != want {
+				t.Fatalf("payout %s: %+v %v, want %s", sub.PayoutID, row, err, want)
+			}
+		}
+		if s := r.proc.Stats(); s.WaitingForFunds != 1 || s.Batches != 1 || s.Failed != 0 {
+			t.Fatalf("stats %+v", s)
+		}
+		// Each block matures another coinbase of the wallet's: the waiting
+		// payout goes, and all settle.
+		for range 4 {
+			r.node.Generate(t, 1)
+			if err := r.proc.Tick(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, sub := range subs {
+			if p := e.status(t, sub.PayoutID); p.Status != payoutkit.PayoutCompleted {
+				t.Fatalf("payout %s: %s", sub.PayoutID, p.Status)
+			}
+		}
+		if s := r.proc.Stats(); s.Batches != 2 || s.Failed != 0 {
+			t.Fatalf("stats %+v", s)
+		}
+	})
+}
