@@ -3,6 +3,8 @@ package bitcoin
 import (
 	"context"
 	"encoding/hex"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/btcsuite/btcd/btcec/v2"
@@ -170,5 +172,47 @@ func testBtcdPay(t *testing.T, db *bun.DB) {
 	}
 	if in-out != sel.Fee {
 		t.Fatalf("fee on chain %d, selected %d", in-out, sel.Fee)
+	}
+}
+
+// TestBtcdFromConfigFile reads a configuration file naming a real btcd
+// (with a password, then with a cookie file) and a key file, and has New
+// dial the node and scan it.
+func TestBtcdFromConfigFile(t *testing.T) {
+	priv, err := btcec.NewPrivateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := NewLocalKey(hex.EncodeToString(priv.Serialize()), &chaincfg.RegressionNetParams)
+	node := btcdtest.Start(t, key.Address().EncodeAddress())
+	node.Generate(t, 120)
+	dir := t.TempDir()
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("hot.key", hex.EncodeToString(priv.Serialize())+"\n")
+	write("cookie", btcdtest.User+":"+btcdtest.Pass)
+	for _, auth := range []string{
+		`"rpc_user": "` + btcdtest.User + `", "rpc_pass": "` + btcdtest.Pass + `"`,
+		`"rpc_cookie_file": "cookie"`,
+	} {
+		write("bitcoin.json", `{"network": "regtest", "rpc_host": "`+node.Host+`", `+auth+`, "key_file": "hot.key", "rates": {"BTC": "60000"}}`)
+		cfg, err := ReadConfigFile(filepath.Join(dir, "bitcoin.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Logger = quiet
+		p, err := New(context.Background(), sqliteDB(t), nil, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h, err := p.Wallet().Sync(context.Background()); err != nil || h != 120 {
+			t.Fatalf("%s: sync %d %v", auth, h, err)
+		}
+		if u, _, _ := p.Wallet().Spendable(context.Background()); len(u) != 21 {
+			t.Fatalf("%s: %d spendable outputs, want 21", auth, len(u))
+		}
 	}
 }
