@@ -256,3 +256,85 @@ func TestBtcdWalletTooSmall(t *testing.T) {
 		}
 	})
 }
+
+// TestBtcdReorg mines a batch's transaction, takes its block away
+// (invalidateblock) before it has its confirmations, and mines another
+// chain: the processor forgets the height, watches the transaction again,
+// and settles its payouts once, from the new chain.
+func TestBtcdReorg(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e *testEngine) {
+		ctx := context.Background()
+		r := newBtcdRig(t, e, func(c *Config) { c.BatchWindow = time.Millisecond; c.Confirmations = 3 })
+		var subs []payoutkit.Submission
+		for i, a := range payees(t, &chaincfg.RegressionNetParams)[:2] {
+			sub := e.payout(t, fmt.Sprintf("po-%d", i), "500.00", a.EncodeAddress())
+			if err := r.proc.Submit(ctx, sub, e); err != nil {
+				t.Fatal(err)
+			}
+			subs = append(subs, sub)
+		}
+		time.Sleep(5 * time.Millisecond)
+		if err := r.proc.Tick(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		height := func() txRow {
+			var rows []txRow
+			if err := e.db.NewSelect().Model(&rows).Scan(ctx); err != nil || len(rows) != 1 {
+				t.Fatalf("stored %+v %v", rows, err)
+			}
+			return rows[0]
+		}
+		block := r.node.Generate(t, 1)[0]
+		if err := r.proc.Tick(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		first := height()
+		if first.Height == 0 {
+			t.Fatal("the mined transaction has no height")
+		}
+		if err := r.node.Client.InvalidateBlock(block); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.proc.Tick(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		if tx := height(); tx.Height != 0 || tx.State != statePending {
+			t.Fatalf("after the reorg: %+v", tx)
+		}
+		for _, sub := range subs {
+			if p := e.status(t, sub.PayoutID); p.Status != payoutkit.PayoutSubmitted {
+				t.Fatalf("payout %s settled from a block taken away", sub.PayoutID)
+			}
+		}
+		time.Sleep(1100 * time.Millisecond) // another timestamp: the new blocks differ from the one taken away
+		// The transaction is back in the mempool (the node's, or the
+		// processor's rebroadcast), and the new chain mines it.
+		if err := r.proc.Tick(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		r.node.Generate(t, 3)
+		if err := r.proc.Tick(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		tx := height()
+		if tx.Height == 0 || tx.State != stateConfirmed {
+			t.Fatalf("in the new chain: %+v", tx)
+		}
+		if h, _ := r.node.Client.GetBlockHash(tx.Height); *h == *block {
+			t.Fatal("the block taken away is back")
+		}
+		for _, sub := range subs {
+			p := e.status(t, sub.PayoutID)
+			if p.Status != payoutkit.PayoutCompleted || p.TxID != tx.TxID {
+				t.Fatalf("payout %s: %s %s", sub.PayoutID, p.Status, p.TxID)
+			}
+			script, _ := PayeeScript(sub.Address, &chaincfg.RegressionNetParams)
+			if n := outputsTo(t, r, script, btcdtest.ActivationHeight+1); n != 1 {
+				t.Fatalf("%s paid %d times", sub.PayoutID, n)
+			}
+		}
+		if s := r.proc.Stats(); s.Batches != 1 || s.Completed != 2 {
+			t.Fatalf("stats %+v", s)
+		}
+	})
+}
