@@ -58,6 +58,7 @@ func payees(t testing.TB, net *chaincfg.Params) []btcutil.Address {
 // a transaction paying an address of each type with change, broadcasts it,
 // mines it, and finds each output on chain and the change in the wallet.
 func TestBtcdPayEveryAddressType(t *testing.T) {
+	t.Parallel() // each test runs a btcd of its own
 	eachDB(t, func(t *testing.T, db *bun.DB) { testBtcdPay(t, db) })
 }
 
@@ -179,6 +180,7 @@ func testBtcdPay(t *testing.T, db *bun.DB) {
 // (with a password, then with a cookie file) and a key file, and has New
 // dial the node and scan it.
 func TestBtcdFromConfigFile(t *testing.T) {
+	t.Parallel() // each test runs a btcd of its own
 	priv, err := btcec.NewPrivateKey()
 	if err != nil {
 		t.Fatal(err)

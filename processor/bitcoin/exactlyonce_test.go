@@ -66,6 +66,7 @@ func outputsTo(t *testing.T, r *btcdRig, script []byte, from int64) int {
 // submits its payouts again: the stored transaction is sent, never a new
 // one, and each address is paid once.
 func TestBtcdStoredBeforeBroadcast(t *testing.T) {
+	t.Parallel() // each test runs a btcd of its own
 	eachEngine(t, func(t *testing.T, e *testEngine) {
 		ctx := context.Background()
 		r := newBtcdRig(t, e, func(c *Config) { c.BatchWindow = time.Millisecond })
@@ -144,6 +145,7 @@ func TestBtcdStoredBeforeBroadcast(t *testing.T) {
 // database, their rounds at once: every payout is in exactly one stored
 // transaction, and no output of the wallet is spent by two.
 func TestBtcdTwoProcessorsOneWallet(t *testing.T) {
+	t.Parallel() // each test runs a btcd of its own
 	eachEngine(t, func(t *testing.T, e *testEngine) {
 		ctx := context.Background()
 		r := newBtcdRig(t, e, func(c *Config) { c.BatchWindow = time.Millisecond; c.MaxBatchSize = 7 })
@@ -194,7 +196,7 @@ func TestBtcdTwoProcessorsOneWallet(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, po := range payouts {
-			if po.TxID == "" || po.State == stateQueued {
+			if po.BatchID == "" || po.State == stateQueued {
 				t.Errorf("payout %s not in a transaction: %+v", po.PayoutID, po)
 			}
 		}
@@ -210,6 +212,7 @@ func TestBtcdTwoProcessorsOneWallet(t *testing.T) {
 // whole: it pays the oldest payouts it can and lets the rest wait, without
 // failing them, and pays them once the wallet has more.
 func TestBtcdWalletTooSmall(t *testing.T) {
+	t.Parallel() // each test runs a btcd of its own
 	eachEngine(t, func(t *testing.T, e *testEngine) {
 		ctx := context.Background()
 		// From 334, a single mature coinbase of 12.5 BTC.
@@ -262,6 +265,7 @@ func TestBtcdWalletTooSmall(t *testing.T) {
 // chain: the processor forgets the height, watches the transaction again,
 // and settles its payouts once, from the new chain.
 func TestBtcdReorg(t *testing.T) {
+	t.Parallel() // each test runs a btcd of its own
 	eachEngine(t, func(t *testing.T, e *testEngine) {
 		ctx := context.Background()
 		r := newBtcdRig(t, e, func(c *Config) { c.BatchWindow = time.Millisecond; c.Confirmations = 3 })

@@ -66,16 +66,16 @@ type Processor struct {
 var _ payoutkit.Processor = (*Processor)(nil)
 
 type counters struct {
-	queued, batches, broadcasts, completed, failed, waitingForFunds atomic.Int64
+	queued, batches, bumps, broadcasts, completed, failed, waitingForFunds atomic.Int64
 }
 
 // Stats counts what a Processor has done since New.
 type Stats struct {
 	// Queued counts payouts taken by Submit.
 	Queued int64
-	// Batches counts transactions signed and stored; Broadcasts every
-	// broadcast of one, first or again.
-	Batches, Broadcasts int64
+	// Batches counts batches signed and stored; Bumps their fee bumps;
+	// Broadcasts every broadcast of a transaction, first or again.
+	Batches, Bumps, Broadcasts int64
 	// Completed counts payouts settled; Failed payouts refused.
 	Completed, Failed int64
 	// WaitingForFunds counts batches cut short, or put off, because the
@@ -86,7 +86,7 @@ type Stats struct {
 // Stats returns the processor's counters.
 func (p *Processor) Stats() Stats {
 	return Stats{
-		Queued: p.stats.queued.Load(), Batches: p.stats.batches.Load(), Broadcasts: p.stats.broadcasts.Load(),
+		Queued: p.stats.queued.Load(), Batches: p.stats.batches.Load(), Bumps: p.stats.bumps.Load(), Broadcasts: p.stats.broadcasts.Load(),
 		Completed: p.stats.completed.Load(), Failed: p.stats.failed.Load(), WaitingForFunds: p.stats.waitingForFunds.Load(),
 	}
 }
@@ -150,7 +150,7 @@ func (p *Processor) Submit(ctx context.Context, sub payoutkit.Submission, settle
 	switch {
 	case err == nil:
 		if row.State == stateSent {
-			return p.resend(ctx, row.TxID)
+			return p.resend(ctx, row.BatchID)
 		}
 		return nil
 	case !errors.Is(err, sql.ErrNoRows):
@@ -284,7 +284,7 @@ func (p *Processor) Stop(ctx context.Context) error {
 	}
 }
 
-// Tick is one round of the loop: scan, settle, rebroadcast, batch.
+// Tick is one round of the loop: scan, settle, bump, rebroadcast, batch.
 func (p *Processor) Tick(ctx context.Context, settler payoutkit.Settler) error {
 	tip, err := p.wallet.Sync(ctx)
 	if err != nil {
@@ -293,13 +293,20 @@ func (p *Processor) Tick(ctx context.Context, settler payoutkit.Settler) error {
 	if err := p.settle(ctx, settler, tip); err != nil {
 		return err
 	}
+	if err := p.bump(ctx); err != nil {
+		return err
+	}
 	if err := p.rebroadcast(ctx); err != nil {
 		return err
 	}
 	return p.batch(ctx, settler)
 }
 
-// settle completes the payouts of every transaction with Confirmations.
+// settle completes the payouts of every transaction with Confirmations:
+// each with the txid, its amount and its share of that transaction's fee,
+// split by output size (SplitFee). The batch's other transactions (fee
+// bumps, or the one bumped) are marked replaced: they spend the same
+// inputs and can no longer confirm.
 func (p *Processor) settle(ctx context.Context, settler payoutkit.Settler, tip int64) error {
 	var txs []txRow
 	if err := p.db.NewSelect().Model(&txs).
@@ -309,19 +316,30 @@ func (p *Processor) settle(ctx context.Context, settler payoutkit.Settler, tip i
 	}
 	for _, t := range txs {
 		var payouts []payoutRow
-		if err := p.db.NewSelect().Model(&payouts).Where("txid = ? AND state = ?", t.TxID, stateSent).Scan(ctx); err != nil {
+		if err := p.db.NewSelect().Model(&payouts).Where("batch_id = ?", t.BatchID).Order("vout").Scan(ctx); err != nil {
 			return err
 		}
-		for _, po := range payouts {
+		sizes := make([]int64, len(payouts))
+		for i, po := range payouts {
+			sizes[i] = OutputSize(po.PkScript)
+		}
+		shares, err := SplitFee(t.Fee, sizes)
+		if err != nil {
+			return fmt.Errorf("bitcoin: batch %s: %w", t.BatchID, err)
+		}
+		for i, po := range payouts {
+			if po.State != stateSent {
+				continue
+			}
 			_, err := settler.CompletePayout(ctx, po.WorkspaceID, po.PayoutID, payoutkit.Completion{
 				TxID:        t.TxID,
 				AssetAmount: decimal.NullDecimal{Decimal: BTC(po.Sats), Valid: true},
-				NetworkFee:  decimal.NullDecimal{Decimal: BTC(po.FeeShare), Valid: true},
+				NetworkFee:  decimal.NullDecimal{Decimal: BTC(shares[i]), Valid: true},
 			})
 			if err != nil && !errors.Is(err, payoutkit.ErrConflict) { // a conflict: settled already
 				return fmt.Errorf("bitcoin: complete payout %s: %w", po.PayoutID, err)
 			}
-			res, err := p.db.NewUpdate().Model((*payoutRow)(nil)).Set("state = ?", stateCompleted).
+			res, err := p.db.NewUpdate().Model((*payoutRow)(nil)).Set("state = ?", stateCompleted).Set("fee_share = ?", shares[i]).
 				Where("idempotency_key = ? AND state = ?", po.Key, stateSent).Exec(ctx)
 			if err != nil {
 				return err
@@ -333,23 +351,56 @@ func (p *Processor) settle(ctx context.Context, settler payoutkit.Settler, tip i
 		if _, err := p.db.NewUpdate().Model((*txRow)(nil)).Set("state = ?", stateConfirmed).Where("txid = ?", t.TxID).Exec(ctx); err != nil {
 			return err
 		}
-		p.log.Info("bitcoin transaction settled", "txid", t.TxID, "height", t.Height, "payouts", len(payouts), "fee", t.Fee)
+		if _, err := p.db.NewUpdate().Model((*txRow)(nil)).Set("state = ?", stateReplaced).
+			Where("batch_id = ? AND txid <> ? AND state = ?", t.BatchID, t.TxID, statePending).Exec(ctx); err != nil {
+			return err
+		}
+		p.log.Info("bitcoin transaction settled", "txid", t.TxID, "batch", t.BatchID, "attempt", t.Attempt, "height", t.Height, "payouts", len(payouts), "fee", t.Fee)
 	}
 	return nil
 }
 
-// rebroadcast sends each stored transaction not yet in a block whose last
+// openBatches returns, for each batch with no transaction in a block yet
+// and none settled, its latest transaction (the highest attempt).
+func (p *Processor) openBatches(ctx context.Context, db bun.IDB) ([]txRow, error) {
+	var txs []txRow
+	if err := db.NewSelect().Model(&txs).Where("wallet = ? AND state = ?", p.wallet.Address(), statePending).
+		Order("batch_id", "attempt").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("bitcoin: unsettled transactions: %w", err)
+	}
+	return latestUnmined(txs), nil
+}
+
+// latestUnmined is, of txs ordered by batch and attempt, each batch's last
+// transaction, leaving out batches with a transaction in a block.
+func latestUnmined(txs []txRow) []txRow {
+	var out []txRow
+	for i := 0; i < len(txs); {
+		j, mined := i, false
+		for ; j < len(txs) && txs[j].BatchID == txs[i].BatchID; j++ {
+			mined = mined || txs[j].Height > 0
+		}
+		if !mined {
+			out = append(out, txs[j-1])
+		}
+		i = j
+	}
+	return out
+}
+
+// rebroadcast sends each unmined batch's latest transaction whose last
 // broadcast is older than RebroadcastAfter (or that was never sent: the
 // process stopped between storing and sending it).
 func (p *Processor) rebroadcast(ctx context.Context) error {
-	var txs []txRow
-	cutoff := p.cfg.Now().Add(-p.cfg.RebroadcastAfter).UnixMilli()
-	if err := p.db.NewSelect().Model(&txs).
-		Where("wallet = ? AND state = ? AND height = 0 AND sent_at <= ?", p.wallet.Address(), statePending, cutoff).
-		Scan(ctx); err != nil {
-		return fmt.Errorf("bitcoin: unmined transactions: %w", err)
+	open, err := p.openBatches(ctx, p.db)
+	if err != nil {
+		return err
 	}
-	for _, t := range txs {
+	cutoff := p.cfg.Now().Add(-p.cfg.RebroadcastAfter).UnixMilli()
+	for _, t := range open {
+		if t.SentAt > cutoff {
+			continue
+		}
 		if err := p.broadcast(ctx, t); err != nil {
 			p.log.Warn("bitcoin rebroadcast", "txid", t.TxID, "err", err)
 		}
@@ -357,16 +408,22 @@ func (p *Processor) rebroadcast(ctx context.Context) error {
 	return nil
 }
 
-// resend broadcasts the stored transaction txid again.
-func (p *Processor) resend(ctx context.Context, txid string) error {
-	var t txRow
-	if err := p.db.NewSelect().Model(&t).Where("txid = ?", txid).Scan(ctx); err != nil {
-		return fmt.Errorf("bitcoin: stored transaction %s: %w", txid, err)
+// resend broadcasts the batch's latest transaction again, unless one of
+// its transactions is in a block or settled.
+func (p *Processor) resend(ctx context.Context, batchID string) error {
+	var txs []txRow
+	if err := p.db.NewSelect().Model(&txs).Where("batch_id = ?", batchID).Order("attempt").Scan(ctx); err != nil {
+		return fmt.Errorf("bitcoin: stored batch %s: %w", batchID, err)
 	}
-	if t.State != statePending || t.Height > 0 {
-		return nil
+	if len(txs) == 0 {
+		return fmt.Errorf("bitcoin: batch %s has no stored transaction", batchID)
 	}
-	return p.broadcast(ctx, t)
+	for _, t := range txs {
+		if t.State != statePending || t.Height > 0 {
+			return nil
+		}
+	}
+	return p.broadcast(ctx, txs[len(txs)-1])
 }
 
 // broadcast sends a stored transaction and records when. A node that has
@@ -496,21 +553,16 @@ func (p *Processor) store(ctx context.Context, tx *wire.MsgTx, sel Selection, ra
 	if err := tx.Serialize(&raw); err != nil {
 		return err
 	}
-	sizes := make([]int64, len(payouts))
-	for i, po := range payouts {
-		sizes[i] = OutputSize(po.PkScript)
-	}
-	shares, err := SplitFee(sel.Fee, sizes)
-	if err != nil {
-		return err
-	}
 	txid := tx.TxHash().String()
 	now := p.cfg.Now().UnixMilli()
-	row := txRow{TxID: txid, Wallet: p.wallet.Address(), Raw: raw.Bytes(), Fee: sel.Fee, FeeRate: rate, Weight: sel.Weight, State: statePending, CreatedAt: now}
-	err = p.db.RunInTx(ctx, nil, func(ctx context.Context, dbtx bun.Tx) error {
+	row := txRow{
+		TxID: txid, BatchID: txid, Attempt: 1, Wallet: p.wallet.Address(), Raw: raw.Bytes(),
+		Fee: sel.Fee, FeeRate: rate, Weight: sel.Weight, State: statePending, CreatedAt: now,
+	}
+	err := p.db.RunInTx(ctx, nil, func(ctx context.Context, dbtx bun.Tx) error {
 		// Another process may have built the very same transaction (the
 		// same payouts, outputs and deterministic signatures): it stored it.
-		res, err := dbtx.NewInsert().Model(&row).On("CONFLICT (txid) DO NOTHING").Exec(ctx)
+		res, err := dbtx.NewInsert().Model(&row).On("CONFLICT DO NOTHING").Exec(ctx)
 		if err != nil {
 			return err
 		}
@@ -529,7 +581,7 @@ func (p *Processor) store(ctx context.Context, tx *wire.MsgTx, sel Selection, ra
 		}
 		for i, po := range payouts {
 			res, err := dbtx.NewUpdate().Model((*payoutRow)(nil)).
-				Set("state = ?", stateSent).Set("txid = ?", txid).Set("vout = ?", i).Set("fee_share = ?", shares[i]).
+				Set("state = ?", stateSent).Set("batch_id = ?", txid).Set("vout = ?", i).
 				Where("idempotency_key = ? AND state = ?", po.Key, stateQueued).Exec(ctx)
 			if err != nil {
 				return err

@@ -24,13 +24,15 @@ import (
 //     resumes.
 //   - payoutkit_btc_payouts: one row per payout taken (its idempotency
 //     key), with its amount in satoshis and the quote that made it, queued
-//     until a batch takes it, then the transaction and output paying it
-//     and its share of the fee.
-//   - payoutkit_btc_txs: every transaction the processor signed, raw,
-//     stored (its inputs reserved in payoutkit_btc_utxos.reserved_by, its
-//     payouts pointed at it) in one database transaction before it is
-//     broadcast, and the height of the block it is in (0 while it is in
-//     none).
+//     until a batch takes it, then the batch and output paying it, and,
+//     once settled, its share of the fee.
+//   - payoutkit_btc_txs: every transaction the processor signed, raw: a
+//     batch's first (its txid is the batch's id), stored with its inputs
+//     reserved in payoutkit_btc_utxos.reserved_by and its payouts pointed
+//     at the batch in one database transaction before it is broadcast,
+//     and each fee bump of it (attempt 2, 3, ...: the same inputs and
+//     payments, a higher fee); and the height of the block each is in (0
+//     while in none).
 const (
 	migrationsTable = "payoutkit_btc_migrations"
 	locksTable      = "payoutkit_btc_migration_locks"
@@ -52,8 +54,8 @@ type utxoRow struct {
 	SpentTxID   string `bun:"spent_txid,notnull"`
 	SpentHeight int64  `bun:"spent_height,notnull"`
 	CreatedAt   int64  `bun:"created_at,notnull"`
-	// ReservedBy is the processor's transaction spending it, stored but
-	// perhaps not yet mined; "" when none.
+	// ReservedBy is the processor's batch (its first txid) spending it,
+	// stored but perhaps not yet mined; "" when none.
 	ReservedBy string `bun:"reserved_by,notnull"`
 }
 
@@ -65,6 +67,7 @@ const (
 	stateFailed    = "failed"    // a payout refused after it was queued
 	statePending   = "pending"   // a transaction not yet settled
 	stateConfirmed = "confirmed" // a transaction whose payouts settled
+	stateReplaced  = "replaced"  // another transaction of its batch settled
 )
 
 type payoutRow struct {
@@ -84,9 +87,10 @@ type payoutRow struct {
 	QuoteAt     int64  `bun:"quote_at,notnull"`
 	QuoteSource string `bun:"quote_source,notnull"`
 	State       string `bun:"state,notnull"`
-	// TxID and Vout are the output paying it, and FeeShare its share of
-	// the transaction's fee (SplitFee), once a batch took it.
-	TxID     string `bun:"txid,notnull"`
+	// BatchID and Vout are the batch and output paying it, once a batch
+	// took it (every transaction of a batch pays it at Vout); FeeShare its
+	// share of the settled transaction's fee (SplitFee).
+	BatchID  string `bun:"batch_id,notnull"`
 	Vout     int64  `bun:"vout,notnull"`
 	FeeShare int64  `bun:"fee_share,notnull"`
 	// DueAt is when its batch window ends (Unix ms).
@@ -97,7 +101,11 @@ type payoutRow struct {
 type txRow struct {
 	bun.BaseModel `bun:"table:payoutkit_btc_txs"`
 
-	TxID    string `bun:"txid,pk"`
+	TxID string `bun:"txid,pk"`
+	// BatchID is the batch's first txid; Attempt 1 the first transaction,
+	// 2 its first fee bump, and so on.
+	BatchID string `bun:"batch_id,notnull"`
+	Attempt int    `bun:"attempt,notnull"`
 	Wallet  string `bun:"wallet,notnull"`
 	Raw     []byte `bun:"raw,notnull"`
 	Fee     int64  `bun:"fee,notnull"`
@@ -207,6 +215,8 @@ func migrations() []migrate.Migration {
 				`ALTER TABLE payoutkit_btc_utxos ADD COLUMN reserved_by TEXT NOT NULL DEFAULT ''`,
 				`CREATE TABLE IF NOT EXISTS payoutkit_btc_txs (
 					txid TEXT PRIMARY KEY,
+					batch_id TEXT NOT NULL,
+					attempt INTEGER NOT NULL,
 					wallet TEXT NOT NULL,
 					raw ` + blob + ` NOT NULL,
 					fee BIGINT NOT NULL,
@@ -215,7 +225,8 @@ func migrations() []migrate.Migration {
 					height BIGINT NOT NULL,
 					state TEXT NOT NULL,
 					created_at BIGINT NOT NULL,
-					sent_at BIGINT NOT NULL)`,
+					sent_at BIGINT NOT NULL,
+					UNIQUE (batch_id, attempt))`,
 				`CREATE INDEX IF NOT EXISTS payoutkit_btc_txs_open ON payoutkit_btc_txs (wallet, state, height)`,
 				`CREATE TABLE IF NOT EXISTS payoutkit_btc_payouts (
 					idempotency_key TEXT PRIMARY KEY,
@@ -230,13 +241,13 @@ func migrations() []migrate.Migration {
 					quote_at BIGINT NOT NULL,
 					quote_source TEXT NOT NULL,
 					state TEXT NOT NULL,
-					txid TEXT NOT NULL,
+					batch_id TEXT NOT NULL,
 					vout BIGINT NOT NULL,
 					fee_share BIGINT NOT NULL,
 					due_at BIGINT NOT NULL,
 					created_at BIGINT NOT NULL)`,
 				`CREATE INDEX IF NOT EXISTS payoutkit_btc_payouts_open ON payoutkit_btc_payouts (wallet, state, created_at)`,
-				`CREATE INDEX IF NOT EXISTS payoutkit_btc_payouts_tx ON payoutkit_btc_payouts (txid)`,
+				`CREATE INDEX IF NOT EXISTS payoutkit_btc_payouts_batch ON payoutkit_btc_payouts (batch_id)`,
 			} {
 				if _, err := tx.ExecContext(ctx, q); err != nil {
 					return err

@@ -154,7 +154,7 @@ func (w *Wallet) apply(ctx context.Context, tx bun.Tx, blocks []scanned) error {
 		unspent[wire.OutPoint{Hash: *h, Index: uint32(r.Vout)}] = true
 	}
 	var open []string
-	if err := tx.NewSelect().Model((*txRow)(nil)).Column("txid").Where("wallet = ? AND height = 0", w.addr).Scan(ctx, &open); err != nil {
+	if err := tx.NewSelect().Model((*txRow)(nil)).Column("txid").Where("wallet = ? AND height = 0 AND state = ?", w.addr, statePending).Scan(ctx, &open); err != nil {
 		return err
 	}
 	ours := make(map[chainhash.Hash]bool, len(open))
