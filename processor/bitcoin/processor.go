@@ -66,7 +66,7 @@ type Processor struct {
 var _ payoutkit.Processor = (*Processor)(nil)
 
 type counters struct {
-	queued, batches, bumps, broadcasts, completed, failed, waitingForFunds atomic.Int64
+	queued, batches, bumps, broadcasts, completed, failed, waitingForFunds, conflicted atomic.Int64
 }
 
 // Stats counts what a Processor has done since New.
@@ -81,6 +81,9 @@ type Stats struct {
 	// WaitingForFunds counts batches cut short, or put off, because the
 	// wallet could not pay them.
 	WaitingForFunds int64
+	// Conflicted counts batches whose inputs were spent elsewhere, their
+	// payouts queued again.
+	Conflicted int64
 }
 
 // Stats returns the processor's counters.
@@ -88,6 +91,7 @@ func (p *Processor) Stats() Stats {
 	return Stats{
 		Queued: p.stats.queued.Load(), Batches: p.stats.batches.Load(), Bumps: p.stats.bumps.Load(), Broadcasts: p.stats.broadcasts.Load(),
 		Completed: p.stats.completed.Load(), Failed: p.stats.failed.Load(), WaitingForFunds: p.stats.waitingForFunds.Load(),
+		Conflicted: p.stats.conflicted.Load(),
 	}
 }
 
@@ -284,13 +288,17 @@ func (p *Processor) Stop(ctx context.Context) error {
 	}
 }
 
-// Tick is one round of the loop: scan, settle, bump, rebroadcast, batch.
+// Tick is one round of the loop: scan, settle, release conflicted
+// batches, bump, rebroadcast, batch.
 func (p *Processor) Tick(ctx context.Context, settler payoutkit.Settler) error {
 	tip, err := p.wallet.Sync(ctx)
 	if err != nil {
 		return err
 	}
 	if err := p.settle(ctx, settler, tip); err != nil {
+		return err
+	}
+	if err := p.conflicts(ctx, tip); err != nil {
 		return err
 	}
 	if err := p.bump(ctx); err != nil {

@@ -61,13 +61,14 @@ type utxoRow struct {
 
 // Payout and transaction states.
 const (
-	stateQueued    = "queued"    // a payout waiting for a batch
-	stateSent      = "sent"      // a payout in a stored transaction
-	stateCompleted = "completed" // a payout settled
-	stateFailed    = "failed"    // a payout refused after it was queued
-	statePending   = "pending"   // a transaction not yet settled
-	stateConfirmed = "confirmed" // a transaction whose payouts settled
-	stateReplaced  = "replaced"  // another transaction of its batch settled
+	stateQueued     = "queued"     // a payout waiting for a batch
+	stateSent       = "sent"       // a payout in a stored transaction
+	stateCompleted  = "completed"  // a payout settled
+	stateFailed     = "failed"     // a payout refused after it was queued
+	statePending    = "pending"    // a transaction not yet settled
+	stateConfirmed  = "confirmed"  // a transaction whose payouts settled
+	stateReplaced   = "replaced"   // another transaction of its batch settled
+	stateConflicted = "conflicted" // an input of its batch was spent elsewhere
 )
 
 type payoutRow struct {

@@ -1,0 +1,66 @@
+package bitcoin
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/uptrace/bun"
+)
+
+// conflicts finds batches none of whose transactions can confirm any more:
+// an input they all spend was spent on chain, Confirmations deep, by a
+// transaction not of the batch (the same key used elsewhere, say). Each
+// such batch is marked conflicted in one database transaction: its
+// transactions conflicted, its other inputs released, and its payouts
+// queued again for the next batch. Only then: while a transaction paying
+// them can still confirm, they stay where they are.
+func (p *Processor) conflicts(ctx context.Context, tip int64) error {
+	var spent []utxoRow
+	if err := p.db.NewSelect().Model(&spent).
+		Where("wallet = ? AND reserved_by <> '' AND spent_txid <> '' AND spent_height > 0 AND spent_height <= ?", p.wallet.Address(), tip-int64(p.cfg.Confirmations)+1).
+		Scan(ctx); err != nil {
+		return fmt.Errorf("bitcoin: spent reserved outputs: %w", err)
+	}
+	for _, u := range spent {
+		ours, err := p.db.NewSelect().Model((*txRow)(nil)).Where("txid = ? AND batch_id = ?", u.SpentTxID, u.ReservedBy).Count(ctx)
+		if err != nil {
+			return err
+		}
+		if ours > 0 {
+			continue // the batch's own spend: settle handles it
+		}
+		var requeued int
+		err = p.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			res, err := tx.NewUpdate().Model((*txRow)(nil)).Set("state = ?", stateConflicted).
+				Where("batch_id = ? AND state = ?", u.ReservedBy, statePending).Exec(ctx)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				return nil // settled, or conflicted already
+			}
+			if _, err := tx.NewUpdate().Model((*utxoRow)(nil)).Set("reserved_by = ''").
+				Where("reserved_by = ? AND spent_txid = ''", u.ReservedBy).Exec(ctx); err != nil {
+				return err
+			}
+			res, err = tx.NewUpdate().Model((*payoutRow)(nil)).
+				Set("state = ?", stateQueued).Set("batch_id = ''").Set("vout = 0").Set("due_at = ?", p.cfg.Now().UnixMilli()).
+				Where("batch_id = ? AND state = ?", u.ReservedBy, stateSent).Exec(ctx)
+			if err != nil {
+				return err
+			}
+			n, _ := res.RowsAffected()
+			requeued = int(n)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("bitcoin: conflicted batch %s: %w", u.ReservedBy, err)
+		}
+		if requeued > 0 {
+			p.stats.conflicted.Add(1)
+			p.log.Warn("bitcoin batch conflicted: an input was spent elsewhere; its payouts go into the next batch",
+				"batch", u.ReservedBy, "input", fmt.Sprintf("%s:%d", u.TxID, u.Vout), "spent_by", u.SpentTxID, "payouts", requeued)
+		}
+	}
+	return nil
+}
