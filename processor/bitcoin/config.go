@@ -70,11 +70,12 @@ type FileConfig struct {
 	// FeeRateFloor and FeeRateCeiling are Config's, in sat/vB.
 	FeeRateFloor   int64 `json:"fee_rate_floor,omitempty"`
 	FeeRateCeiling int64 `json:"fee_rate_ceiling,omitempty"`
-	// BatchWindow, MaxQuoteAge and ReplaceAfter are Config's, as Go
-	// durations ("30s", "5m").
+	// BatchWindow, MaxQuoteAge, ReplaceAfter and PollInterval are
+	// Config's, as Go durations ("30s", "5m").
 	BatchWindow  string `json:"batch_window,omitempty"`
 	MaxQuoteAge  string `json:"max_quote_age,omitempty"`
 	ReplaceAfter string `json:"replace_after,omitempty"`
+	PollInterval string `json:"poll_interval,omitempty"`
 	// MaxBatchSize, Confirmations, DustLimit and MaxWeight are Config's.
 	MaxBatchSize  int   `json:"max_batch_size,omitempty"`
 	Confirmations int   `json:"confirmations,omitempty"`
@@ -264,7 +265,7 @@ func (fc FileConfig) settings() (Config, error) {
 		name string
 		s    string
 		to   *time.Duration
-	}{{"batch_window", fc.BatchWindow, &c.BatchWindow}, {"max_quote_age", fc.MaxQuoteAge, &c.MaxQuoteAge}, {"replace_after", fc.ReplaceAfter, &c.ReplaceAfter}} {
+	}{{"batch_window", fc.BatchWindow, &c.BatchWindow}, {"max_quote_age", fc.MaxQuoteAge, &c.MaxQuoteAge}, {"replace_after", fc.ReplaceAfter, &c.ReplaceAfter}, {"poll_interval", fc.PollInterval, &c.PollInterval}} {
 		if d.s == "" {
 			continue
 		}

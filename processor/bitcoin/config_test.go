@@ -18,7 +18,7 @@ const sampleConfig = `{
   "fee_rate_floor": 2, "fee_rate_ceiling": 200,
   "batch_window": "10s", "max_batch_size": 50,
   "confirmations": 2, "dust_limit": 1000,
-  "max_quote_age": "90s", "rates": {"btc": "65000.50"},
+  "max_quote_age": "90s", "poll_interval": "2s", "rates": {"btc": "65000.50"},
   "explorer_tx_url": "https://mempool.space/tx/{txid}"
 }`
 
@@ -36,7 +36,7 @@ func TestParseConfig(t *testing.T) {
 	}
 	if c.FeeRateFloor != 2 || c.FeeRateCeiling != 200 || c.BatchWindow != 10*time.Second || c.MaxBatchSize != 50 ||
 		c.Confirmations != 2 || c.DustLimit != 1000 || c.MaxQuoteAge != 90*time.Second || c.MaxWeight != MaxStandardWeight ||
-		c.ReplaceAfter != DefaultReplaceAfter || c.Rates.(FixedRates)["BTC"].String() != "65000.5" {
+		c.ReplaceAfter != DefaultReplaceAfter || c.PollInterval != 2*time.Second || c.Rates.(FixedRates)["BTC"].String() != "65000.5" {
 		t.Fatalf("config %+v", c)
 	}
 	if got := c.ExplorerURL("ab12"); got != "https://mempool.space/tx/ab12" {
@@ -71,6 +71,7 @@ func TestParseConfig(t *testing.T) {
 		{`{` + base + `, "rpc_cert_file": "c"}`, "rpc_tls"},
 		{`{` + base + `, "batch_window": "soon"}`, "batch_window"},
 		{`{` + base + `, "max_quote_age": "-1s"}`, "max_quote_age"},
+		{`{` + base + `, "poll_interval": "0s"}`, "poll_interval"},
 		{`{` + base + `, "fee_rate_floor": -1}`, "fee_rate_floor"},
 		{`{` + base + `, "fee_rate_floor": 20, "fee_rate_ceiling": 10}`, "fee_rate_ceiling"},
 		{`{` + base + `, "fee_rate_ceiling": 100000}`, "fee_rate_ceiling"},
@@ -128,7 +129,7 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if c.Net == nil || c.RPC.Host == "" || c.FeeRateFloor < 1 || c.FeeRateCeiling < c.FeeRateFloor || c.FeeRateCeiling > MaxFeeRate ||
 			c.MaxBatchSize < 1 || c.Confirmations < 1 || c.DustLimit < 1 || c.MaxWeight > MaxStandardWeight || c.MaxWeight < minWeight ||
-			c.BatchWindow <= 0 || c.MaxQuoteAge <= 0 || c.ReplaceAfter <= 0 || c.StartHeight < 0 {
+			c.BatchWindow <= 0 || c.MaxQuoteAge <= 0 || c.ReplaceAfter <= 0 || c.PollInterval <= 0 || c.StartHeight < 0 {
 			t.Fatalf("out of bounds: %+v", c)
 		}
 		if c.Rates != nil {
