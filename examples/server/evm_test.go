@@ -226,7 +226,8 @@ func TestEVMPayoutSurvivesSIGKILL(t *testing.T) {
 	}
 }
 
-// -processor and -evm-config are checked before anything is made.
+// -processor, -evm-config and -bitcoin-config are checked before anything
+// is made.
 func TestProcessorFlags(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "payoutkit.db")
@@ -238,7 +239,12 @@ func TestProcessorFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-processor", "paypal"}, "-processor must be sandbox or evm"},
+		{[]string{"-processor", "paypal"}, "-processor must be sandbox, evm, bitcoin, or evm,bitcoin"},
+		{[]string{"-processor", "evm,evm"}, "-processor must be"},
+		{[]string{"-processor", "bitcoin"}, "-processor bitcoin needs -bitcoin-config"},
+		{[]string{"-bitcoin-config", bad}, "-bitcoin-config needs -processor bitcoin"},
+		{[]string{"-processor", "evm,bitcoin", "-evm-config", bad}, "-processor bitcoin needs -bitcoin-config"},
+		{[]string{"-processor", "bitcoin", "-bitcoin-config", bad}, "-bitcoin-config"},
 		{[]string{"-processor", "evm"}, "-processor evm needs -evm-config"},
 		{[]string{"-evm-config", bad}, "-evm-config needs -processor evm"},
 		{[]string{"-processor", "evm", "-evm-config", filepath.Join(dir, "missing.json")}, "-evm-config"},

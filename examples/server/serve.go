@@ -22,6 +22,7 @@ import (
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/httpserver"
 	"github.com/payoutkit/payoutkit/portal"
+	"github.com/payoutkit/payoutkit/processor/bitcoin"
 	"github.com/payoutkit/payoutkit/processor/evm"
 	sandboxrail "github.com/payoutkit/payoutkit/processor/sandbox" // -sandbox is a flag here
 	"github.com/payoutkit/payoutkit/staff"
@@ -47,8 +48,9 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 	dsn := dbFlag(fs)
 	sandbox := fs.Bool("sandbox", true, "serve the /v1/sandbox endpoints, move no real money, and deliver webhooks to private addresses")
 	settleAfter := fs.Duration("sandbox-settle-after", 0, "complete sandbox payouts by themselves after this `duration` (0: only by hand)")
-	processor := fs.String("processor", processorSandbox, "the payout `rail`: sandbox (moves no money; with -sandbox, payouts settle by hand or after -sandbox-settle-after) or evm (pays out on EVM networks as -evm-config says)")
+	processor := fs.String("processor", processorSandbox, "the payout `rails`: sandbox (moves no money; with -sandbox, payouts settle by hand or after -sandbox-settle-after), evm (pays out on EVM networks as -evm-config says), bitcoin (pays BTC as -bitcoin-config says), or evm,bitcoin (each payout by its network)")
 	evmConfigFile := fs.String("evm-config", "", "JSON `file` of -processor evm: the networks, their RPC URLs and tokens, the hot wallet's key file (see docs/EVM.md)")
+	bitcoinConfigFile := fs.String("bitcoin-config", "", "JSON `file` of -processor bitcoin: the node's RPC, the network, the hot wallet's key file, batching and fees (see docs/BITCOIN.md)")
 	rateLimit := fs.Float64("rate-limit", 0, "requests per second allowed per workspace, whichever of its API keys they use (0: no limit)")
 	trustedProxies := fs.String("trusted-proxies", "", "comma-separated `CIDR` ranges (or addresses) of reverse proxies whose X-Forwarded-For names the client, for API keys' address allowlists and the failed-authentication limit (default: none; X-Forwarded-For is ignored)")
 	authFailures := fs.Int("auth-failure-limit", httpserver.DefaultAuthFailureLimit, "failed authentications allowed per minute per client address before it is answered 42900 without a key lookup (0: no limit)")
@@ -64,6 +66,10 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 	credentialsFile := fs.String("credentials-file", "", "`file` the first start writes the first workspace's credentials to, never over an existing one (default: beside the SQLite database, <db>"+credentialsFileSuffix+"; payoutkit"+credentialsFileSuffix+" in the working directory for PostgreSQL)")
 	keyFile := fs.String("secret-key-file", "", "`file` of the key that seals webhook secrets when "+envSecretKey+" is unset; the first start makes it (default: beside the SQLite database, <db>"+secretKeyFileSuffix+"; none for PostgreSQL)")
 	return func(ctx context.Context, stdout, stderr io.Writer) error {
+		evmOn, bitcoinOn, err := parseProcessors(*processor)
+		if err != nil {
+			return err
+		}
 		switch {
 		case *settleAfter < 0:
 			return usagef("-sandbox-settle-after must not be negative")
@@ -81,13 +87,15 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 			return usagef("-delivery-lease must be at least 2s")
 		case *withPprof && *metricsAddr == "":
 			return usagef("-pprof needs -metrics-addr")
-		case *processor != processorSandbox && *processor != processorEVM:
-			return usagef("-processor must be sandbox or evm")
-		case *processor == processorEVM && *evmConfigFile == "":
+		case evmOn && *evmConfigFile == "":
 			return usagef("-processor evm needs -evm-config")
-		case *processor != processorEVM && *evmConfigFile != "":
+		case !evmOn && *evmConfigFile != "":
 			return usagef("-evm-config needs -processor evm")
-		case *processor == processorEVM && *settleAfter > 0:
+		case bitcoinOn && *bitcoinConfigFile == "":
+			return usagef("-processor bitcoin needs -bitcoin-config")
+		case !bitcoinOn && *bitcoinConfigFile != "":
+			return usagef("-bitcoin-config needs -processor bitcoin")
+		case (evmOn || bitcoinOn) && *settleAfter > 0:
 			return usagef("-sandbox-settle-after needs -processor sandbox")
 		}
 
@@ -100,8 +108,14 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		var evmConfig evm.Config
-		if *processor == processorEVM {
+		if evmOn {
 			if evmConfig, err = loadEVMConfig(*evmConfigFile); err != nil {
+				return err
+			}
+		}
+		var bitcoinConfig bitcoin.Config
+		if bitcoinOn {
+			if bitcoinConfig, err = loadBitcoinConfig(*bitcoinConfigFile); err != nil {
 				return err
 			}
 		}
@@ -155,14 +169,33 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 			}}
 		cfg.Coins = coins // nil: the default list
 		var rail *evm.Processor
+		var btcRail *bitcoin.Processor
 		switch {
-		case *processor == processorEVM:
-			var closeEVM func()
-			if rail, closeEVM, err = openEVM(ctx, *dsn, evmConfig, log, m); err != nil {
-				return fmt.Errorf("-processor evm: %w", err)
+		case evmOn || bitcoinOn:
+			var routed rails
+			if evmOn {
+				var closeEVM func()
+				if rail, closeEVM, err = openEVM(ctx, *dsn, evmConfig, log, m); err != nil {
+					return fmt.Errorf("-processor evm: %w", err)
+				}
+				defer closeEVM()
+				routed.evm, routed.evmURL = rail, rail.ExplorerURL
 			}
-			defer closeEVM()
-			cfg.Processor = rail
+			if bitcoinOn {
+				var closeBitcoin func()
+				if btcRail, closeBitcoin, err = openBitcoin(ctx, *dsn, bitcoinConfig, log, m); err != nil {
+					return fmt.Errorf("-processor bitcoin: %w", err)
+				}
+				defer closeBitcoin()
+				routed.bitcoin = btcRail
+				cfg.AddressValidators = bitcoinAddresses(bitcoinConfig)
+			}
+			cfg.Processor = routed
+			if bitcoinOn && !evmOn {
+				cfg.Processor = btcRail
+			} else if evmOn && !bitcoinOn {
+				cfg.Processor = rail
+			}
 		case *sandbox:
 			// Payouts reach it through the engine's hand-off loop (Start below).
 			cfg.Processor = &sandboxrail.Processor{SettleAfter: *settleAfter}
@@ -189,8 +222,10 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 				}
 				return ""
 			}}
-			if rail != nil {
-				po.ExplorerURL = rail.ExplorerURL
+			if r, ok := cfg.Processor.(explorerLinker); ok {
+				po.ExplorerURL = r.ExplorerURL
+			} else if btcRail != nil {
+				po.ExplorerURL = func(_, txid string) string { return btcRail.ExplorerURL(txid) }
 			}
 			team, err := staff.New(store, &staff.Config{Logger: log, PasswordCost: passwordCost, SecretKeys: keys.ring})
 			if err != nil {
@@ -229,6 +264,13 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 				return err
 			}
 			defer rail.Stop(context.WithoutCancel(ctx))
+		}
+		if btcRail != nil {
+			// The loop batches, broadcasts and settles through the engine.
+			if err := btcRail.Start(context.WithoutCancel(ctx), engine); err != nil {
+				return err
+			}
+			defer btcRail.Stop(context.WithoutCancel(ctx))
 		}
 
 		served := make(chan error, 1)
