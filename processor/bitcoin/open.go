@@ -1,38 +1,13 @@
 package bitcoin
 
 import (
-	"database/sql"
-	"net/url"
-	"strings"
-
-	_ "github.com/jackc/pgx/v5/stdlib" // the PostgreSQL driver of OpenDSN
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
-	"github.com/uptrace/bun/dialect/sqlitedialect"
-	_ "modernc.org/sqlite" // the SQLite driver of OpenDSN
+
+	"github.com/payoutkit/payoutkit/internal/bundsn"
 )
 
 // OpenDSN opens the engine's database for New, beside the store that
 // opened it: a "postgres://" or "postgresql://" URL with pgx, anything else
 // as a SQLite file (a path or a "file:" URL) the way storage/sqlite opens
 // it (the WAL journal, IMMEDIATE transactions, a busy timeout).
-func OpenDSN(dsn string) (*bun.DB, error) {
-	lower := strings.ToLower(dsn)
-	if strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://") {
-		sqldb, err := sql.Open("pgx", dsn)
-		if err != nil {
-			return nil, err
-		}
-		return bun.NewDB(sqldb, pgdialect.New()), nil
-	}
-	path := strings.TrimPrefix(dsn, "file:")
-	if i := strings.IndexByte(path, '?'); i >= 0 {
-		path = path[:i]
-	}
-	q := url.Values{"_txlock": {"immediate"}, "_pragma": {"journal_mode(WAL)", "busy_timeout(10000)", "foreign_keys(1)"}}
-	sqldb, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
-	if err != nil {
-		return nil, err
-	}
-	return bun.NewDB(sqldb, sqlitedialect.New()), nil
-}
+func OpenDSN(dsn string) (*bun.DB, error) { return bundsn.Open(dsn) }
