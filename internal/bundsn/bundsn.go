@@ -1,20 +1,24 @@
-// Package bundsn opens a *bun.DB from a payoutkit database DSN, as the
-// processors' stores (processor/evm, processor/bitcoin) keep their tables
-// beside the engine's: a "postgres://" or "postgresql://" URL with pgx,
+// Package bundsn opens a *bun.DB from a payoutkit database DSN and
+// migrates tables of a processor's own in it, as the processors' stores
+// (processor/evm, processor/bitcoin) keep their tables beside the
+// engine's. Open takes a "postgres://" or "postgresql://" URL with pgx,
 // anything else as a SQLite file (a path or a "file:" URL) the way
 // storage/sqlite opens it (the WAL journal, IMMEDIATE transactions, a busy
 // timeout, foreign keys).
 package bundsn
 
 import (
+	"context"
 	"database/sql"
 	"net/url"
 	"strings"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the PostgreSQL driver
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
+	"github.com/uptrace/bun/migrate"
 	_ "modernc.org/sqlite" // the SQLite driver
 )
 
@@ -38,4 +42,36 @@ func Open(dsn string) (*bun.DB, error) {
 		return nil, err
 	}
 	return bun.NewDB(sqldb, sqlitedialect.New()), nil
+}
+
+// Migrate applies ms to db with a bun migrator of its own (its table and
+// locks table named), waiting while another process holds the lock or has
+// just made the tables, as processes starting at once do; it gives up after
+// about five seconds with the last error.
+func Migrate(ctx context.Context, db *bun.DB, ms *migrate.Migrations, table, locksTable string) error {
+	m := migrate.NewMigrator(db, ms, migrate.WithTableName(table), migrate.WithLocksTableName(locksTable), migrate.WithMarkAppliedOnSuccess(true))
+	var err error
+	for attempt := 0; attempt < 50; attempt++ {
+		if err = migrateOnce(ctx, m); err == nil {
+			return nil
+		}
+		select { // another process holds the lock, or made the tables meanwhile
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return err
+}
+
+func migrateOnce(ctx context.Context, m *migrate.Migrator) error {
+	if err := m.Init(ctx); err != nil {
+		return err
+	}
+	if err := m.Lock(ctx); err != nil {
+		return err
+	}
+	defer m.Unlock(context.WithoutCancel(ctx)) //nolint:errcheck // the lock row goes either way
+	_, err := m.Migrate(ctx)
+	return err
 }

@@ -5,11 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/migrate"
+
+	"github.com/payoutkit/payoutkit/internal/bundsn"
 )
 
 // The processor's tables live in the engine's database beside the store's,
@@ -91,31 +92,10 @@ func AddMigrations(ms *migrate.Migrations) {
 func Migrate(ctx context.Context, db *bun.DB) error {
 	ms := migrate.NewMigrations()
 	AddMigrations(ms)
-	m := migrate.NewMigrator(db, ms, migrate.WithTableName(migrationsTable), migrate.WithLocksTableName(locksTable), migrate.WithMarkAppliedOnSuccess(true))
-	var err error
-	for attempt := 0; attempt < 50; attempt++ {
-		if err = migrateOnce(ctx, m); err == nil {
-			return nil
-		}
-		select { // another process holds the lock, or made the tables meanwhile
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+	if err := bundsn.Migrate(ctx, db, ms, migrationsTable, locksTable); err != nil {
+		return fmt.Errorf("evm: migrate: %w", err)
 	}
-	return fmt.Errorf("evm: migrate: %w", err)
-}
-
-func migrateOnce(ctx context.Context, m *migrate.Migrator) error {
-	if err := m.Init(ctx); err != nil {
-		return err
-	}
-	if err := m.Lock(ctx); err != nil {
-		return err
-	}
-	defer m.Unlock(context.WithoutCancel(ctx)) //nolint:errcheck // the lock row goes either way
-	_, err := m.Migrate(ctx)
-	return err
+	return nil
 }
 
 func migrations() []migrate.Migration {
