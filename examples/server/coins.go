@@ -1,14 +1,13 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/internal/jsonstrict"
 )
 
 // coinFileRow is one row of a -coins file. Every member but min_amount and
@@ -61,14 +60,12 @@ func loadCoins(path string) ([]payoutkit.Coin, error) {
 
 // parseCoins decodes a -coins file's content.
 func parseCoins(data []byte) ([]payoutkit.Coin, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var rows []coinFileRow
-	if err := dec.Decode(&rows); err != nil {
+	switch err := jsonstrict.Decode(data, &rows); {
+	case errors.Is(err, jsonstrict.ErrTrailing):
+		return nil, err
+	case err != nil:
 		return nil, fmt.Errorf("not a JSON array of coin rows: %w", err)
-	}
-	if dec.More() {
-		return nil, errors.New("more than one JSON value")
 	}
 	if len(rows) == 0 {
 		return nil, errors.New("the list is empty: a server without coins could pay nothing out")

@@ -1,8 +1,6 @@
 package bitcoin
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +11,8 @@ import (
 
 	"github.com/btcsuite/btcd/chaincfg"
 	"github.com/shopspring/decimal"
+
+	"github.com/payoutkit/payoutkit/internal/jsonstrict"
 )
 
 // Defaults of Config's fields left zero.
@@ -202,13 +202,8 @@ func ReadConfigFile(path string) (Config, error) {
 // are errors naming the field. It reads no key and no file: Config does.
 func ParseConfig(data []byte) (FileConfig, error) {
 	var fc FileConfig
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&fc); err != nil {
+	if err := jsonstrict.Decode(data, &fc); err != nil {
 		return FileConfig{}, fmt.Errorf("bitcoin config: %w", err)
-	}
-	if dec.More() {
-		return FileConfig{}, errors.New("bitcoin config: more than one JSON value")
 	}
 	if _, err := fc.settings(); err != nil {
 		return FileConfig{}, err

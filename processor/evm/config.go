@@ -1,8 +1,6 @@
 package evm
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -13,6 +11,8 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/shopspring/decimal"
+
+	"github.com/payoutkit/payoutkit/internal/jsonstrict"
 )
 
 // FileConfig is the processor's configuration file (JSON), as read by
@@ -90,13 +90,8 @@ func ReadConfigFile(path string) (Config, error) {
 // naming the field. It reads no key: Config does.
 func ParseConfig(data []byte) (FileConfig, error) {
 	var fc FileConfig
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&fc); err != nil {
+	if err := jsonstrict.Decode(data, &fc); err != nil {
 		return FileConfig{}, fmt.Errorf("evm config: %w", err)
-	}
-	if dec.More() {
-		return FileConfig{}, errors.New("evm config: more than one JSON value")
 	}
 	if _, err := fc.settings(); err != nil {
 		return FileConfig{}, err
