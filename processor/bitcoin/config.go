@@ -25,6 +25,7 @@ const (
 	DefaultBatchWindow    = 30 * time.Second
 	DefaultMaxQuoteAge    = 5 * time.Minute
 	DefaultReplaceAfter   = 30 * time.Minute
+	DefaultLease          = 15 * time.Second
 	DefaultMaxWeight      = MaxStandardWeight
 )
 
@@ -70,12 +71,13 @@ type FileConfig struct {
 	// FeeRateFloor and FeeRateCeiling are Config's, in sat/vB.
 	FeeRateFloor   int64 `json:"fee_rate_floor,omitempty"`
 	FeeRateCeiling int64 `json:"fee_rate_ceiling,omitempty"`
-	// BatchWindow, MaxQuoteAge, ReplaceAfter and PollInterval are
+	// BatchWindow, MaxQuoteAge, ReplaceAfter, PollInterval and Lease are
 	// Config's, as Go durations ("30s", "5m").
 	BatchWindow  string `json:"batch_window,omitempty"`
 	MaxQuoteAge  string `json:"max_quote_age,omitempty"`
 	ReplaceAfter string `json:"replace_after,omitempty"`
 	PollInterval string `json:"poll_interval,omitempty"`
+	Lease        string `json:"lease,omitempty"`
 	// MaxBatchSize, Confirmations, DustLimit and MaxWeight are Config's.
 	MaxBatchSize  int   `json:"max_batch_size,omitempty"`
 	Confirmations int   `json:"confirmations,omitempty"`
@@ -136,6 +138,14 @@ type Config struct {
 	// RebroadcastAfter is how long an unmined transaction waits before it
 	// is broadcast again. Default a minute.
 	RebroadcastAfter time.Duration
+	// Lease is how long the wallet's lease lasts unrenewed. Of the
+	// processes paying from one wallet on one database, only the lease's
+	// holder runs the loop (scans, settles, bumps, broadcasts, batches); it
+	// renews the lease every round and gives it up at Stop, and another
+	// process takes it over once it has lapsed (a crash: a restarted
+	// process waits that long too). Default 15 seconds, and at least three
+	// PollIntervals.
+	Lease time.Duration
 	// Logger receives the processor's log lines. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -260,7 +270,7 @@ func (fc FileConfig) settings() (Config, error) {
 		name string
 		s    string
 		to   *time.Duration
-	}{{"batch_window", fc.BatchWindow, &c.BatchWindow}, {"max_quote_age", fc.MaxQuoteAge, &c.MaxQuoteAge}, {"replace_after", fc.ReplaceAfter, &c.ReplaceAfter}, {"poll_interval", fc.PollInterval, &c.PollInterval}} {
+	}{{"batch_window", fc.BatchWindow, &c.BatchWindow}, {"max_quote_age", fc.MaxQuoteAge, &c.MaxQuoteAge}, {"replace_after", fc.ReplaceAfter, &c.ReplaceAfter}, {"poll_interval", fc.PollInterval, &c.PollInterval}, {"lease", fc.Lease, &c.Lease}} {
 		if d.s == "" {
 			continue
 		}
@@ -322,6 +332,9 @@ func (c *Config) withDefaults() error {
 	if c.RebroadcastAfter == 0 {
 		c.RebroadcastAfter = time.Minute
 	}
+	if c.Lease == 0 {
+		c.Lease = max(DefaultLease, 3*c.PollInterval)
+	}
 	switch {
 	case c.StartHeight < 0:
 		return errors.New("start_height must not be negative")
@@ -339,6 +352,8 @@ func (c *Config) withDefaults() error {
 		return fmt.Errorf("max_weight must be %d to %d", minWeight, MaxStandardWeight)
 	case c.PollInterval < 0 || c.RebroadcastAfter < 0 || c.BatchWindow < 0 || c.MaxQuoteAge < 0 || c.ReplaceAfter < 0:
 		return errors.New("durations must be positive")
+	case c.Lease < 2*c.PollInterval:
+		return errors.New("lease must be at least twice poll_interval: the holder renews it every round")
 	case c.ExplorerTxURL != "" && !strings.Contains(c.ExplorerTxURL, "{txid}"):
 		return errors.New("explorer_tx_url must contain {txid}")
 	}

@@ -18,7 +18,7 @@ const sampleConfig = `{
   "fee_rate_floor": 2, "fee_rate_ceiling": 200,
   "batch_window": "10s", "max_batch_size": 50,
   "confirmations": 2, "dust_limit": 1000,
-  "max_quote_age": "90s", "poll_interval": "2s", "rates": {"btc": "65000.50"},
+  "max_quote_age": "90s", "poll_interval": "2s", "lease": "20s", "rates": {"btc": "65000.50"},
   "explorer_tx_url": "https://mempool.space/tx/{txid}"
 }`
 
@@ -36,7 +36,7 @@ func TestParseConfig(t *testing.T) {
 	}
 	if c.FeeRateFloor != 2 || c.FeeRateCeiling != 200 || c.BatchWindow != 10*time.Second || c.MaxBatchSize != 50 ||
 		c.Confirmations != 2 || c.DustLimit != 1000 || c.MaxQuoteAge != 90*time.Second || c.MaxWeight != MaxStandardWeight ||
-		c.ReplaceAfter != DefaultReplaceAfter || c.PollInterval != 2*time.Second || c.Rates.(FixedRates)["BTC"].String() != "65000.5" {
+		c.ReplaceAfter != DefaultReplaceAfter || c.PollInterval != 2*time.Second || c.Lease != 20*time.Second || c.Rates.(FixedRates)["BTC"].String() != "65000.5" {
 		t.Fatalf("config %+v", c)
 	}
 	if got := c.ExplorerURL("ab12"); got != "https://mempool.space/tx/ab12" {
@@ -54,7 +54,7 @@ func TestParseConfig(t *testing.T) {
 	c, _ = fc.settings()
 	if c.Net != &chaincfg.MainNetParams || c.FeeRateFloor != DefaultFeeRateFloor || c.FeeRateCeiling != DefaultFeeRateCeiling ||
 		c.BatchWindow != DefaultBatchWindow || c.MaxBatchSize != DefaultMaxBatchSize || c.Confirmations != DefaultConfirmations ||
-		c.DustLimit != DefaultDustLimit || c.MaxQuoteAge != DefaultMaxQuoteAge || c.Rates != nil || c.ExplorerURL("x") != "" {
+		c.DustLimit != DefaultDustLimit || c.MaxQuoteAge != DefaultMaxQuoteAge || c.Lease != DefaultLease || c.Rates != nil || c.ExplorerURL("x") != "" {
 		t.Fatalf("defaults %+v", c)
 	}
 
@@ -72,6 +72,7 @@ func TestParseConfig(t *testing.T) {
 		{`{` + base + `, "batch_window": "soon"}`, "batch_window"},
 		{`{` + base + `, "max_quote_age": "-1s"}`, "max_quote_age"},
 		{`{` + base + `, "poll_interval": "0s"}`, "poll_interval"},
+		{`{` + base + `, "poll_interval": "20s", "lease": "30s"}`, "lease"},
 		{`{` + base + `, "fee_rate_floor": -1}`, "fee_rate_floor"},
 		{`{` + base + `, "fee_rate_floor": 20, "fee_rate_ceiling": 10}`, "fee_rate_ceiling"},
 		{`{` + base + `, "fee_rate_ceiling": 100000}`, "fee_rate_ceiling"},

@@ -69,7 +69,7 @@ func TestBtcdStoredBeforeBroadcast(t *testing.T) {
 	t.Parallel() // each test runs a btcd of its own
 	eachEngine(t, func(t *testing.T, e *testEngine) {
 		ctx := context.Background()
-		r := newBtcdRig(t, e, func(c *Config) { c.BatchWindow = time.Millisecond })
+		r := newBtcdRig(t, e, func(c *Config) { c.BatchWindow = time.Millisecond; c.Lease = 300 * time.Millisecond })
 		flaky := &flakyNode{Node: r.node.Client}
 		flaky.down.Store(true)
 		cfg := r.proc.cfg
@@ -112,6 +112,7 @@ func TestBtcdStoredBeforeBroadcast(t *testing.T) {
 			t.Fatalf("mempool %v, stored %s: %v", mp, stored[0].TxID, err)
 		}
 		r.node.Generate(t, 2)
+		time.Sleep(cfg.Lease) // the stopped process's lease lapses
 		if err := second.Tick(ctx, e); err != nil {
 			t.Fatal(err)
 		}
@@ -142,8 +143,12 @@ func TestBtcdStoredBeforeBroadcast(t *testing.T) {
 }
 
 // TestBtcdTwoProcessorsOneWallet runs two processors of one wallet on one
-// database, their rounds at once: every payout is in exactly one stored
-// transaction, and no output of the wallet is spent by two.
+// database, their rounds at once. One holds the wallet's lease and does
+// the work; the other, batching on its own, stores nothing (the lease
+// fences its writes); when the holder gives the lease up the other takes
+// over, and a process whose clock says the lease lapsed takes it too.
+// Every payout is in exactly one stored transaction, and no output of the
+// wallet is spent by two.
 func TestBtcdTwoProcessorsOneWallet(t *testing.T) {
 	t.Parallel() // each test runs a btcd of its own
 	eachEngine(t, func(t *testing.T, e *testEngine) {
@@ -153,27 +158,89 @@ func TestBtcdTwoProcessorsOneWallet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range 30 {
-			a := payees(t, &chaincfg.RegressionNetParams)[i%4]
-			if err := r.proc.Submit(ctx, e.payout(t, fmt.Sprintf("po-%d", i), "1000.00", a.EncodeAddress()), e); err != nil {
+		submit := func(from, to int) {
+			for i := from; i < to; i++ {
+				a := payees(t, &chaincfg.RegressionNetParams)[i%4]
+				if err := r.proc.Submit(ctx, e.payout(t, fmt.Sprintf("po-%d", i), "1000.00", a.EncodeAddress()), e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(5 * time.Millisecond) // past the batch window
+		}
+		rounds := func(n int) {
+			for range n {
+				var wg sync.WaitGroup
+				for _, p := range []*Processor{r.proc, other} {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						if err := p.Tick(ctx, e); err != nil {
+							t.Errorf("tick: %v", err)
+						}
+					}()
+				}
+				wg.Wait()
+				r.node.Generate(t, 1)
+			}
+		}
+		submit(0, 14)
+		rounds(3)
+		leader, follower := r.proc, other
+		if other.Stats().Leader {
+			leader, follower = other, r.proc
+		}
+		if l, f := leader.Stats(), follower.Stats(); !l.Leader || f.Leader || l.Leases != 1 || f.Leases != 0 || l.Batches != 2 || f.Batches != 0 {
+			t.Fatalf("after 3 rounds: leader %+v, follower %+v", l, f)
+		}
+
+		// The follower batching on its own builds a transaction and stores
+		// nothing: it does not hold the lease.
+		submit(14, 21)
+		if err := follower.batch(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		if f := follower.Stats(); f.Batches != 0 {
+			t.Fatalf("the follower stored a batch without the lease: %+v", f)
+		}
+
+		// The leader gives the lease up (its Stop): the follower takes over.
+		if err := leader.releaseLease(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := follower.Tick(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		rounds(2)
+		if l, f := leader.Stats(), follower.Stats(); l.Leader || !f.Leader || f.Leases != 1 || f.Batches != 1 {
+			t.Fatalf("after the hand-over: leader %+v, follower %+v", l, f)
+		}
+
+		// A third process whose clock is past the lease takes it over, as
+		// after the holder's crash.
+		cfg := r.proc.cfg
+		cfg.Now = func() time.Time { return time.Now().Add(2 * cfg.Lease) }
+		third, err := New(ctx, e.db, r.node.Client, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		submit(21, 30)
+		if err := third.Tick(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		rounds(3) // the others' clocks: the lease is the third's
+		for range 3 {
+			if err := third.Tick(ctx, e); err != nil {
 				t.Fatal(err)
 			}
-		}
-		time.Sleep(5 * time.Millisecond)
-		for round := 0; round < 8; round++ {
-			var wg sync.WaitGroup
-			for _, p := range []*Processor{r.proc, other} {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					if err := p.Tick(ctx, e); err != nil {
-						t.Errorf("tick: %v", err)
-					}
-				}()
-			}
-			wg.Wait()
 			r.node.Generate(t, 1)
 		}
+		if err := third.Tick(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		if f, th := follower.Stats(), third.Stats(); f.Leader || !th.Leader || th.Batches < 1 {
+			t.Fatalf("after the lapse: follower %+v, third %+v", f, th)
+		}
+
 		var txs []txRow
 		if err := e.db.NewSelect().Model(&txs).Scan(ctx); err != nil {
 			t.Fatal(err)
@@ -196,13 +263,13 @@ func TestBtcdTwoProcessorsOneWallet(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, po := range payouts {
-			if po.BatchID == "" || po.State == stateQueued {
-				t.Errorf("payout %s not in a transaction: %+v", po.PayoutID, po)
+			if po.State != stateCompleted {
+				t.Errorf("payout %s not settled: %+v", po.PayoutID, po)
 			}
 		}
-		s1, s2 := r.proc.Stats(), other.Stats()
-		t.Logf("%d transactions; stats %+v and %+v", len(txs), s1, s2)
-		if len(txs) != int(s1.Batches+s2.Batches) || len(payouts) != 30 || len(txs) < 5 || s1.Completed+s2.Completed != 30 {
+		s1, s2, s3 := r.proc.Stats(), other.Stats(), third.Stats()
+		t.Logf("%d transactions; stats %+v, %+v and %+v", len(txs), s1, s2, s3)
+		if len(txs) != int(s1.Batches+s2.Batches+s3.Batches) || len(payouts) != 30 || len(txs) < 5 || s1.Completed+s2.Completed+s3.Completed != 30 {
 			t.Fatalf("%d transactions, %d payouts", len(txs), len(payouts))
 		}
 	})

@@ -55,6 +55,11 @@ type Processor struct {
 
 	wake chan struct{}
 
+	// holder names this processor in the wallet's lease; leased is
+	// whether it held it at its last round.
+	holder string
+	leased atomic.Bool
+
 	warnMu   sync.Mutex
 	warnedAt time.Time
 
@@ -66,7 +71,7 @@ type Processor struct {
 var _ payoutkit.Processor = (*Processor)(nil)
 
 type counters struct {
-	queued, batches, bumps, broadcasts, completed, failed, waitingForFunds, conflicted atomic.Int64
+	queued, batches, bumps, broadcasts, completed, failed, waitingForFunds, conflicted, leases atomic.Int64
 }
 
 // Stats counts what a Processor has done since New.
@@ -84,6 +89,10 @@ type Stats struct {
 	// Conflicted counts batches whose inputs were spent elsewhere, their
 	// payouts queued again.
 	Conflicted int64
+	// Leases counts the times this processor took the wallet's lease
+	// (Config.Lease); Leader is whether it held it at its last round.
+	Leases int64
+	Leader bool
 }
 
 // Stats returns the processor's counters.
@@ -91,7 +100,7 @@ func (p *Processor) Stats() Stats {
 	return Stats{
 		Queued: p.stats.queued.Load(), Batches: p.stats.batches.Load(), Bumps: p.stats.bumps.Load(), Broadcasts: p.stats.broadcasts.Load(),
 		Completed: p.stats.completed.Load(), Failed: p.stats.failed.Load(), WaitingForFunds: p.stats.waitingForFunds.Load(),
-		Conflicted: p.stats.conflicted.Load(),
+		Conflicted: p.stats.conflicted.Load(), Leases: p.stats.leases.Load(), Leader: p.leased.Load(),
 	}
 }
 
@@ -129,9 +138,9 @@ func New(ctx context.Context, db *bun.DB, node Node, cfg Config) (*Processor, er
 		return nil, err
 	}
 	w.now = cfg.Now
-	p := &Processor{db: db, node: node, wallet: w, cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1)}
+	p := &Processor{db: db, node: node, wallet: w, cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1), holder: newHolder()}
 	p.log.Info("bitcoin rail ready", "network", cfg.Net.Name, "hot_wallet", w.Address(),
-		"batch_window", cfg.BatchWindow, "max_batch_size", cfg.MaxBatchSize, "confirmations", cfg.Confirmations)
+		"batch_window", cfg.BatchWindow, "max_batch_size", cfg.MaxBatchSize, "confirmations", cfg.Confirmations, "lease_holder", p.holder)
 	return p, nil
 }
 
@@ -270,7 +279,8 @@ func (p *Processor) Start(ctx context.Context, settler payoutkit.Settler) error 
 	return nil
 }
 
-// Stop ends the loop Start began and waits for it, or for ctx.
+// Stop ends the loop Start began, waits for it (or for ctx), and gives up
+// the wallet's lease so that another process takes over at once.
 func (p *Processor) Stop(ctx context.Context) error {
 	p.loopMu.Lock()
 	cancel, done := p.cancel, p.done
@@ -282,20 +292,28 @@ func (p *Processor) Stop(ctx context.Context) error {
 	cancel()
 	select {
 	case <-done:
-		return nil
+		return p.releaseLease(ctx)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-// Tick is one round of the loop: scan, settle, release conflicted
-// batches, bump, rebroadcast, batch.
+// Tick is one round of the loop: take or renew the wallet's lease, and, as
+// its holder, scan, settle, watch settled transactions a reorg took away,
+// release conflicted batches, bump, rebroadcast, batch. A processor that does not hold the lease does nothing: another
+// process runs the wallet.
 func (p *Processor) Tick(ctx context.Context, settler payoutkit.Settler) error {
+	if held, err := p.takeLease(ctx); err != nil || !held {
+		return err
+	}
 	tip, err := p.wallet.Sync(ctx)
 	if err != nil {
 		return err
 	}
 	if err := p.settle(ctx, settler, tip); err != nil {
+		return err
+	}
+	if err := p.reorged(ctx, tip); err != nil {
 		return err
 	}
 	if err := p.conflicts(ctx, tip); err != nil {
@@ -356,12 +374,28 @@ func (p *Processor) settle(ctx context.Context, settler payoutkit.Settler, tip i
 				p.stats.completed.Add(1)
 			}
 		}
-		if _, err := p.db.NewUpdate().Model((*txRow)(nil)).Set("state = ?", stateConfirmed).Where("txid = ?", t.TxID).Exec(ctx); err != nil {
+		err = p.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			if err := p.holdLease(ctx, tx); err != nil {
+				return err
+			}
+			if _, err := tx.NewUpdate().Model((*txRow)(nil)).Set("state = ?", stateConfirmed).Where("txid = ?", t.TxID).Exec(ctx); err != nil {
+				return err
+			}
+			if _, err := tx.NewUpdate().Model((*txRow)(nil)).Set("state = ?", stateReplaced).
+				Where("batch_id = ? AND txid <> ? AND state = ?", t.BatchID, t.TxID, statePending).Exec(ctx); err != nil {
+				return err
+			}
+			// An input a fee bump added that this transaction does not
+			// spend goes back to the wallet: the bump can no longer confirm.
+			_, err := tx.NewUpdate().Model((*utxoRow)(nil)).Set("reserved_by = ''").
+				Where("reserved_by = ? AND spent_txid = ''", t.BatchID).Exec(ctx)
 			return err
+		})
+		if errors.Is(err, errLost) {
+			return nil // another process runs the wallet now
 		}
-		if _, err := p.db.NewUpdate().Model((*txRow)(nil)).Set("state = ?", stateReplaced).
-			Where("batch_id = ? AND txid <> ? AND state = ?", t.BatchID, t.TxID, statePending).Exec(ctx); err != nil {
-			return err
+		if err != nil {
+			return fmt.Errorf("bitcoin: settle %s: %w", t.TxID, err)
 		}
 		p.log.Info("bitcoin transaction settled", "txid", t.TxID, "batch", t.BatchID, "attempt", t.Attempt, "height", t.Height, "payouts", len(payouts), "fee", t.Fee)
 	}
@@ -549,8 +583,9 @@ func (p *Processor) failQueued(ctx context.Context, settler payoutkit.Settler, p
 	return nil
 }
 
-// errLost is a batch whose payouts or inputs another process took first.
-var errLost = errors.New("bitcoin: another process took the batch's payouts or outputs first")
+// errLost is a batch whose payouts or inputs another process took first,
+// or a write of a process that no longer holds the wallet's lease.
+var errLost = errors.New("bitcoin: another process took the batch's payouts or outputs, or the wallet's lease, first")
 
 // store records a signed batch in one database transaction: the
 // transaction, its inputs reserved (each still unspent and unreserved),
@@ -568,6 +603,9 @@ func (p *Processor) store(ctx context.Context, tx *wire.MsgTx, sel Selection, ra
 		Fee: sel.Fee, FeeRate: rate, Weight: sel.Weight, State: statePending, CreatedAt: now,
 	}
 	err := p.db.RunInTx(ctx, nil, func(ctx context.Context, dbtx bun.Tx) error {
+		if err := p.holdLease(ctx, dbtx); err != nil {
+			return err
+		}
 		// Another process may have built the very same transaction (the
 		// same payouts, outputs and deterministic signatures): it stored it.
 		res, err := dbtx.NewInsert().Model(&row).On("CONFLICT DO NOTHING").Exec(ctx)
@@ -577,15 +615,8 @@ func (p *Processor) store(ctx context.Context, tx *wire.MsgTx, sel Selection, ra
 		if n, _ := res.RowsAffected(); n != 1 {
 			return errLost
 		}
-		for _, u := range sel.Inputs {
-			res, err := dbtx.NewUpdate().Model((*utxoRow)(nil)).Set("reserved_by = ?", txid).
-				Where("txid = ? AND vout = ? AND spent_txid = '' AND reserved_by = ''", u.OutPoint.Hash.String(), int64(u.OutPoint.Index)).Exec(ctx)
-			if err != nil {
-				return err
-			}
-			if n, _ := res.RowsAffected(); n != 1 {
-				return errLost
-			}
+		if err := reserve(ctx, dbtx, sel.Inputs, txid); err != nil {
+			return err
 		}
 		for i, po := range payouts {
 			res, err := dbtx.NewUpdate().Model((*payoutRow)(nil)).

@@ -34,6 +34,8 @@ import (
 //     and each fee bump of it (attempt 2, 3, ...: the same inputs and
 //     payments, a higher fee); and the height of the block each is in (0
 //     while in none).
+//   - payoutkit_btc_leases: each wallet's lease, the process running its
+//     loop (lease.go).
 const (
 	migrationsTable = "payoutkit_btc_migrations"
 	locksTable      = "payoutkit_btc_migration_locks"
@@ -237,9 +239,17 @@ func migrations() []migrate.Migration {
 			return nil
 		})
 	}
+	leases := migrate.Migration{Name: "payoutkit_btc_0003_leases", Comment: "payoutkit Bitcoin processor: a lease per wallet"}
+	leases.Up = func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+		_, err := m.DB().ExecContext(ctx, `CREATE TABLE IF NOT EXISTS payoutkit_btc_leases (
+			wallet TEXT PRIMARY KEY,
+			holder TEXT NOT NULL,
+			expires_at BIGINT NOT NULL)`)
+		return err
+	}
 	down := func(context.Context, *migrate.Migrator, *migrate.Migration) error {
 		return errors.New("bitcoin: the processor's migrations cannot be rolled back")
 	}
-	init.Down, payouts.Down = down, down
-	return []migrate.Migration{init, payouts}
+	init.Down, payouts.Down, leases.Down = down, down, down
+	return []migrate.Migration{init, payouts, leases}
 }

@@ -154,7 +154,14 @@ func (w *Wallet) apply(ctx context.Context, tx bun.Tx, blocks []scanned) error {
 		unspent[wire.OutPoint{Hash: *h, Index: uint32(r.Vout)}] = true
 	}
 	var open []string
-	if err := tx.NewSelect().Model((*txRow)(nil)).Column("txid").Where("wallet = ? AND height = 0 AND state = ?", w.addr, statePending).Scan(ctx, &open); err != nil {
+	// The processor's transactions out of the chain: those of open
+	// batches, and those of settled batches whose settling transaction a
+	// reorg took away (it, or another of its batch, may be mined again).
+	if err := tx.NewSelect().Model((*txRow)(nil)).Column("txid").Where("wallet = ? AND height = 0", w.addr).
+		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where("state = ?", statePending).WhereOr("batch_id IN (?)", tx.NewSelect().Model((*txRow)(nil)).Column("batch_id").
+				Where("wallet = ? AND state = ? AND height = 0", w.addr, stateConfirmed))
+		}).Scan(ctx, &open); err != nil {
 		return err
 	}
 	ours := make(map[chainhash.Hash]bool, len(open))
