@@ -159,33 +159,26 @@ func migrations() []migrate.Migration {
 		if m.DB().Dialect().Name() == dialect.PG {
 			blob, boolean = "BYTEA", "BOOLEAN"
 		}
-		return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			for _, q := range []string{
-				`CREATE TABLE IF NOT EXISTS payoutkit_btc_utxos (
-					wallet TEXT NOT NULL,
-					txid TEXT NOT NULL,
-					vout BIGINT NOT NULL,
-					value BIGINT NOT NULL,
-					pk_script ` + blob + ` NOT NULL,
-					height BIGINT NOT NULL,
-					coinbase ` + boolean + ` NOT NULL,
-					spent_txid TEXT NOT NULL,
-					spent_height BIGINT NOT NULL,
-					created_at BIGINT NOT NULL,
-					PRIMARY KEY (txid, vout))`,
-				`CREATE INDEX IF NOT EXISTS payoutkit_btc_utxos_unspent ON payoutkit_btc_utxos (wallet, spent_txid)`,
-				`CREATE TABLE IF NOT EXISTS payoutkit_btc_blocks (
-					wallet TEXT NOT NULL,
-					height BIGINT NOT NULL,
-					hash TEXT NOT NULL,
-					PRIMARY KEY (wallet, height))`,
-			} {
-				if _, err := tx.ExecContext(ctx, q); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		return execAll(ctx, m.DB(),
+			`CREATE TABLE IF NOT EXISTS payoutkit_btc_utxos (
+				wallet TEXT NOT NULL,
+				txid TEXT NOT NULL,
+				vout BIGINT NOT NULL,
+				value BIGINT NOT NULL,
+				pk_script `+blob+` NOT NULL,
+				height BIGINT NOT NULL,
+				coinbase `+boolean+` NOT NULL,
+				spent_txid TEXT NOT NULL,
+				spent_height BIGINT NOT NULL,
+				created_at BIGINT NOT NULL,
+				PRIMARY KEY (txid, vout))`,
+			`CREATE INDEX IF NOT EXISTS payoutkit_btc_utxos_unspent ON payoutkit_btc_utxos (wallet, spent_txid)`,
+			`CREATE TABLE IF NOT EXISTS payoutkit_btc_blocks (
+				wallet TEXT NOT NULL,
+				height BIGINT NOT NULL,
+				hash TEXT NOT NULL,
+				PRIMARY KEY (wallet, height))`,
+		)
 	}
 	payouts := migrate.Migration{Name: "payoutkit_btc_0002_payouts", Comment: "payoutkit Bitcoin processor: payouts and transactions"}
 	payouts.Up = func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
@@ -193,63 +186,72 @@ func migrations() []migrate.Migration {
 		if m.DB().Dialect().Name() == dialect.PG {
 			blob = "BYTEA"
 		}
-		return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			for _, q := range []string{
-				`ALTER TABLE payoutkit_btc_utxos ADD COLUMN reserved_by TEXT NOT NULL DEFAULT ''`,
-				`CREATE TABLE IF NOT EXISTS payoutkit_btc_txs (
-					txid TEXT PRIMARY KEY,
-					batch_id TEXT NOT NULL,
-					attempt INTEGER NOT NULL,
-					wallet TEXT NOT NULL,
-					raw ` + blob + ` NOT NULL,
-					fee BIGINT NOT NULL,
-					fee_rate BIGINT NOT NULL,
-					weight BIGINT NOT NULL,
-					height BIGINT NOT NULL,
-					state TEXT NOT NULL,
-					created_at BIGINT NOT NULL,
-					sent_at BIGINT NOT NULL,
-					UNIQUE (batch_id, attempt))`,
-				`CREATE INDEX IF NOT EXISTS payoutkit_btc_txs_open ON payoutkit_btc_txs (wallet, state, height)`,
-				`CREATE TABLE IF NOT EXISTS payoutkit_btc_payouts (
-					idempotency_key TEXT PRIMARY KEY,
-					workspace_id TEXT NOT NULL,
-					payout_id TEXT NOT NULL,
-					wallet TEXT NOT NULL,
-					address TEXT NOT NULL,
-					pk_script ` + blob + ` NOT NULL,
-					sats BIGINT NOT NULL,
-					usd_cents BIGINT NOT NULL,
-					quote_price TEXT NOT NULL,
-					quote_at BIGINT NOT NULL,
-					quote_source TEXT NOT NULL,
-					state TEXT NOT NULL,
-					batch_id TEXT NOT NULL,
-					vout BIGINT NOT NULL,
-					fee_share BIGINT NOT NULL,
-					due_at BIGINT NOT NULL,
-					created_at BIGINT NOT NULL)`,
-				`CREATE INDEX IF NOT EXISTS payoutkit_btc_payouts_open ON payoutkit_btc_payouts (wallet, state, created_at)`,
-				`CREATE INDEX IF NOT EXISTS payoutkit_btc_payouts_batch ON payoutkit_btc_payouts (batch_id)`,
-			} {
-				if _, err := tx.ExecContext(ctx, q); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		return execAll(ctx, m.DB(),
+			`ALTER TABLE payoutkit_btc_utxos ADD COLUMN reserved_by TEXT NOT NULL DEFAULT ''`,
+			`CREATE TABLE IF NOT EXISTS payoutkit_btc_txs (
+				txid TEXT PRIMARY KEY,
+				batch_id TEXT NOT NULL,
+				attempt INTEGER NOT NULL,
+				wallet TEXT NOT NULL,
+				raw `+blob+` NOT NULL,
+				fee BIGINT NOT NULL,
+				fee_rate BIGINT NOT NULL,
+				weight BIGINT NOT NULL,
+				height BIGINT NOT NULL,
+				state TEXT NOT NULL,
+				created_at BIGINT NOT NULL,
+				sent_at BIGINT NOT NULL,
+				UNIQUE (batch_id, attempt))`,
+			`CREATE INDEX IF NOT EXISTS payoutkit_btc_txs_open ON payoutkit_btc_txs (wallet, state, height)`,
+			`CREATE TABLE IF NOT EXISTS payoutkit_btc_payouts (
+				idempotency_key TEXT PRIMARY KEY,
+				workspace_id TEXT NOT NULL,
+				payout_id TEXT NOT NULL,
+				wallet TEXT NOT NULL,
+				address TEXT NOT NULL,
+				pk_script `+blob+` NOT NULL,
+				sats BIGINT NOT NULL,
+				usd_cents BIGINT NOT NULL,
+				quote_price TEXT NOT NULL,
+				quote_at BIGINT NOT NULL,
+				quote_source TEXT NOT NULL,
+				state TEXT NOT NULL,
+				batch_id TEXT NOT NULL,
+				vout BIGINT NOT NULL,
+				fee_share BIGINT NOT NULL,
+				due_at BIGINT NOT NULL,
+				created_at BIGINT NOT NULL)`,
+			`CREATE INDEX IF NOT EXISTS payoutkit_btc_payouts_open ON payoutkit_btc_payouts (wallet, state, created_at)`,
+			`CREATE INDEX IF NOT EXISTS payoutkit_btc_payouts_batch ON payoutkit_btc_payouts (batch_id)`,
+		)
 	}
 	leases := migrate.Migration{Name: "payoutkit_btc_0003_leases", Comment: "payoutkit Bitcoin processor: a lease per wallet"}
 	leases.Up = func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-		_, err := m.DB().ExecContext(ctx, `CREATE TABLE IF NOT EXISTS payoutkit_btc_leases (
-			wallet TEXT PRIMARY KEY,
-			holder TEXT NOT NULL,
-			expires_at BIGINT NOT NULL)`)
-		return err
+		return execAll(ctx, m.DB(),
+			`CREATE TABLE IF NOT EXISTS payoutkit_btc_leases (
+				wallet TEXT PRIMARY KEY,
+				holder TEXT NOT NULL,
+				expires_at BIGINT NOT NULL)`,
+			// The open batches' inputs, found by their batch, not by a
+			// walk through every output ever spent.
+			`CREATE INDEX IF NOT EXISTS payoutkit_btc_utxos_reserved ON payoutkit_btc_utxos (reserved_by)`,
+		)
 	}
 	down := func(context.Context, *migrate.Migrator, *migrate.Migration) error {
 		return errors.New("bitcoin: the processor's migrations cannot be rolled back")
 	}
 	init.Down, payouts.Down, leases.Down = down, down, down
 	return []migrate.Migration{init, payouts, leases}
+}
+
+// execAll runs statements in one database transaction.
+func execAll(ctx context.Context, db *bun.DB, stmts ...string) error {
+	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		for _, q := range stmts {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
