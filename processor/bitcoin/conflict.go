@@ -20,8 +20,9 @@ import (
 func (p *Processor) conflicts(ctx context.Context, tip int64) error {
 	var spent []utxoRow
 	if err := p.db.NewSelect().Model(&spent).
-		Where("wallet = ? AND spent_txid <> '' AND spent_height > 0 AND spent_height <= ?", p.wallet.Address(), tip-int64(p.cfg.Confirmations)+1).
-		// Only the inputs of open batches: a settled batch's are history.
+		Where("spent_txid <> '' AND spent_height > 0 AND spent_height <= ?", tip-int64(p.cfg.Confirmations)+1).
+		// Only the inputs of the wallet's open batches: a settled batch's
+		// are history (and found through the index on reserved_by).
 		Where("reserved_by IN (?)", p.db.NewSelect().Model((*txRow)(nil)).Column("batch_id").Where("wallet = ? AND state = ?", p.wallet.Address(), statePending)).
 		Scan(ctx); err != nil {
 		return fmt.Errorf("bitcoin: spent reserved outputs: %w", err)
