@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +20,6 @@ import (
 	"github.com/btcsuite/btcd/txscript"
 
 	"github.com/payoutkit/payoutkit/processor/bitcoin/btcdtest"
-	"github.com/payoutkit/payoutkit/storage/postgres/pgtest"
 )
 
 // bitcoinRig is a btcd --regtest whose mined coins fund a hot wallet, a
@@ -128,53 +126,38 @@ func (r *bitcoinRig) received(t *testing.T, addr btcutil.Address) []int64 {
 // PostgreSQL: each completes with its txid, amount and fee share, its
 // webhook arrives, and each address receives exactly its amount, once.
 func TestBitcoinProcessorPaysThroughTheServer(t *testing.T) {
-	dsns := map[string]func(t *testing.T) string{
-		"sqlite":   func(t *testing.T) string { return filepath.Join(t.TempDir(), "payoutkit.db") },
-		"postgres": func(t *testing.T) string { return pgtest.Postgres(t) },
-	}
-	for name, dsn := range dsns {
-		t.Run(name, func(t *testing.T) {
-			db := dsn(t) // before btcd: a skip starts nothing
-			rig := newBitcoinRig(t)
-			hooks := &hookLog{}
-			receiver := httptest.NewServer(hooks)
-			t.Cleanup(receiver.Close)
-			s := startServer(t, "-db", db, "-processor", "bitcoin", "-bitcoin-config", rig.config, "-delivery-lease", "2s", "-credentials-file", filepath.Join(t.TempDir(), "creds.json"))
-			first := decodeObject(t, s.stdout.String())
-			ws, key := first["workspace_id"].(string), first["api_key"].(string)
-			mustCommand(t, "webhook", "set", "-db", db, "-workspace", ws, "-url", receiver.URL)
-			call(t, "POST", s.url+"/v1/orders", key, `{"order_id":"o1","amount":"10000.00"}`)
-			call(t, "POST", s.url+"/v1/sandbox/orders/pay", key, `{"order_id":"o1"}`)
-
-			addrs := append(btcPayees(t), btcPayees(t)...)
-			for i, a := range addrs {
-				body := fmt.Sprintf(`{"payout_id":"btc-%d","amount":"%d.50","asset":"BTC","network":"BTC","address":%q,"payer_id":"c"}`, i, 100+i, a.EncodeAddress())
-				if _, env := call(t, "POST", s.url+"/v1/payouts", key, body); code(env) != 0 {
-					t.Fatalf("payout: %v", env)
-				}
+	eachServerDB(t, func(t *testing.T, db string) {
+		rig := newBitcoinRig(t)
+		s, key, hooks := serveFunded(t, db, "10000.00", "-processor", "bitcoin", "-bitcoin-config", rig.config)
+		addrs := append(btcPayees(t), btcPayees(t)...)
+		for i, a := range addrs {
+			body := fmt.Sprintf(`{"payout_id":"btc-%d","amount":"%d.50","asset":"BTC","network":"BTC","address":%q,"payer_id":"c"}`, i, 100+i, a.EncodeAddress())
+			if _, env := call(t, "POST", s.url+"/v1/payouts", key, body); code(env) != 0 {
+				t.Fatalf("payout: %v", env)
 			}
-			txids := map[string]bool{}
-			for i, a := range addrs {
-				id := fmt.Sprintf("btc-%d", i)
-				p := settledPayout(t, s.url, key, id)
-				// (100+i).50 USD at 50,000 USD/BTC, in satoshis.
-				sats := int64((100+i)*100+50) * 1_000_000 / 50_000
-				want := fmt.Sprintf("%d.%08d", sats/100_000_000, sats%100_000_000)
-				want = strings.TrimRight(strings.TrimRight(want, "0"), ".")
-				if p["status"] != "completed" || p["asset_amount"] != want || p["network_fee"] == nil || len(p["txid"].(string)) != 64 {
-					t.Fatalf("payout %s: %v, want %s BTC", id, p, want)
-				}
-				txids[p["txid"].(string)] = true
-				if got := rig.received(t, a); len(got) != 1 || got[0] != sats {
-					t.Fatalf("%s received %v, want [%d]", a, got, sats)
-				}
-				btcWait(t, "webhook payout.completed "+id, func() bool { return hooks.has("payout.completed " + id) })
+		}
+		txids := map[string]bool{}
+		for i, a := range addrs {
+			id := fmt.Sprintf("btc-%d", i)
+			p := settledPayout(t, s.url, key, id)
+			// (100+i).50 USD at 50,000 USD/BTC, in satoshis.
+			sats := int64((100+i)*100+50) * 1_000_000 / 50_000
+			want := fmt.Sprintf("%d.%08d", sats/100_000_000, sats%100_000_000)
+			want = strings.TrimRight(strings.TrimRight(want, "0"), ".")
+			if p["status"] != "completed" || p["asset_amount"] != want || p["network_fee"] == nil || len(p["txid"].(string)) != 64 {
+				t.Fatalf("payout %s: %v, want %s BTC", id, p, want)
 			}
-			if len(txids) > 3 {
-				t.Errorf("%d payouts in %d transactions", len(addrs), len(txids))
+			txids[p["txid"].(string)] = true
+			if got := rig.received(t, a); len(got) != 1 || got[0] != sats {
+				t.Fatalf("%s received %v, want [%d]", a, got, sats)
 			}
-		})
-	}
+			btcWait(t, "webhook payout.completed "+id, func() bool { return hooks.delivered(id, "payout.completed") })
+		}
+		if len(txids) > 3 {
+			t.Errorf("%d payouts in %d transactions", len(addrs), len(txids))
+		}
+		hooks.wantNoBad(t)
+	})
 }
 
 // A server killed (SIGKILL) after a batch's transaction is stored and

@@ -1000,6 +1000,26 @@ func newHookReceiver(t testing.TB) *hookReceiver {
 	return h
 }
 
+// delivered reports whether an event of type typ of the payout arrived
+// with a good signature.
+func (h *hookReceiver) delivered(payoutID, typ string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.first[payoutID][typ]
+	return ok
+}
+
+// wantNoBad fails the test for each delivery that was badly signed or
+// whose id or type did not match its headers.
+func (h *hookReceiver) wantNoBad(t testing.TB) {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, bad := range h.bad {
+		t.Error(bad)
+	}
+}
+
 func (h *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
 	if err != nil {
