@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -18,7 +19,10 @@ import (
 	"github.com/btcsuite/btcd/btcutil"
 	"github.com/btcsuite/btcd/chaincfg"
 	"github.com/btcsuite/btcd/txscript"
+	"github.com/btcsuite/btcd/wire"
+	"github.com/shopspring/decimal"
 
+	"github.com/payoutkit/payoutkit/processor/bitcoin"
 	"github.com/payoutkit/payoutkit/processor/bitcoin/btcdtest"
 )
 
@@ -27,10 +31,14 @@ import (
 // points the server at them.
 type bitcoinRig struct {
 	node   *btcdtest.Node
+	hot    btcutil.Address // the hot wallet, which every block mined pays
 	config string
 }
 
-func newBitcoinRig(t *testing.T) *bitcoinRig {
+// newBitcoinRig starts the rig. Its -bitcoin-config batches for 1s, settles
+// at one confirmation, polls every 100ms and prices BTC at 50,000 USD;
+// options change it.
+func newBitcoinRig(t *testing.T, options ...func(*bitcoin.FileConfig)) *bitcoinRig {
 	t.Helper()
 	priv, err := btcec.NewPrivateKey()
 	if err != nil {
@@ -59,15 +67,23 @@ func newBitcoinRig(t *testing.T) *bitcoinRig {
 	if err := os.WriteFile(filepath.Join(dir, "hot-wallet.key"), []byte(hex.EncodeToString(priv.Serialize())), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	config := filepath.Join(dir, "bitcoin.json")
-	body := fmt.Sprintf(`{"network": "regtest", "rpc_host": %q, "rpc_user": %q, "rpc_pass": %q,
-		"key_file": "hot-wallet.key", "start_height": 300, "batch_window": "1s", "confirmations": 1,
-		"poll_interval": "100ms", "rates": {"BTC": "50000"}, "explorer_tx_url": "https://mempool.invalid/tx/{txid}"}`,
-		node.Host, btcdtest.User, btcdtest.Pass)
-	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
+	fc := bitcoin.FileConfig{
+		Network: "regtest", RPCHost: node.Host, RPCUser: btcdtest.User, RPCPass: btcdtest.Pass,
+		KeyFile: "hot-wallet.key", StartHeight: 300, BatchWindow: "1s", Confirmations: 1,
+		PollInterval: "100ms", Rates: map[string]string{"BTC": "50000"}, ExplorerTxURL: "https://mempool.invalid/tx/{txid}",
+	}
+	for _, o := range options {
+		o(&fc)
+	}
+	body, err := json.Marshal(fc)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return &bitcoinRig{node: node, config: config}
+	config := filepath.Join(dir, "bitcoin.json")
+	if err := os.WriteFile(config, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &bitcoinRig{node: node, hot: hot, config: config}
 }
 
 // payees returns a regtest address of each type paid: P2PKH, P2SH
@@ -91,16 +107,54 @@ func btcPayees(t *testing.T) []btcutil.Address {
 	return []btcutil.Address{p2pkh, p2sh, p2wpkh, p2tr}
 }
 
-// received returns the outputs paying addr in the node's blocks after the
-// rig's funding, in satoshis.
-func (r *bitcoinRig) received(t *testing.T, addr btcutil.Address) []int64 {
+// btcAddresses returns n new regtest addresses, of each type paid in turn.
+func btcAddresses(t *testing.T, n int) []btcutil.Address {
 	t.Helper()
-	script, _ := txscript.PayToAddrScript(addr)
+	var addrs []btcutil.Address
+	for len(addrs) < n {
+		addrs = append(addrs, btcPayees(t)...)
+	}
+	return addrs[:n]
+}
+
+// btcPayoutBody is the API's body creating a BTC payout of cents (USD) to a.
+func btcPayoutBody(id string, cents int64, a btcutil.Address) string {
+	return fmt.Sprintf(`{"payout_id":%q,"amount":"%d.%02d","asset":"BTC","network":"BTC","address":%q,"payer_id":"c"}`, id, cents/100, cents%100, a.EncodeAddress())
+}
+
+// btcSats is cents (USD) in satoshis at the rig's 50,000 USD/BTC.
+func btcSats(cents int64) int64 { return cents * 100_000_000 / (50_000 * 100) }
+
+// btcChain is what the node's blocks after the rig's funding hold.
+type btcChain struct {
+	paid map[string][]int64 // the outputs paying each script, in satoshis
+	// fees is the fee (inputs less outputs) of each transaction spending
+	// the hot wallet's outputs, by txid; spent is what those transactions
+	// took from the wallet, less their change.
+	fees  map[string]int64
+	spent int64
+}
+
+// chain reads the node's blocks after the rig's funding.
+func (r *bitcoinRig) chain(t *testing.T) *btcChain {
+	t.Helper()
+	c := &btcChain{paid: map[string][]int64{}, fees: map[string]int64{}}
+	wallet, _ := txscript.PayToAddrScript(r.hot)
+	outs := map[wire.OutPoint]*wire.TxOut{} // the outputs of the blocks read
+	prevOut := func(op wire.OutPoint) *wire.TxOut {
+		if o, ok := outs[op]; ok {
+			return o
+		}
+		tx, err := r.node.Client.GetRawTransaction(&op.Hash) // btcd runs with --txindex
+		if err != nil {
+			t.Fatalf("getrawtransaction %s: %v", op.Hash, err)
+		}
+		return tx.MsgTx().TxOut[op.Index]
+	}
 	tip, err := r.node.Client.GetBlockCount()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []int64
 	for h := int64(btcdtest.ActivationHeight + 1); h <= tip; h++ {
 		hash, err := r.node.Client.GetBlockHash(h)
 		if err != nil {
@@ -110,53 +164,155 @@ func (r *bitcoinRig) received(t *testing.T, addr btcutil.Address) []int64 {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, tx := range b.Transactions {
-			for _, o := range tx.TxOut {
-				if bytes.Equal(o.PkScript, script) {
-					got = append(got, o.Value)
+		for i, tx := range b.Transactions {
+			txid := tx.TxHash()
+			var in, out, fromWallet, change int64
+			for vout, o := range tx.TxOut {
+				c.paid[string(o.PkScript)] = append(c.paid[string(o.PkScript)], o.Value)
+				outs[wire.OutPoint{Hash: txid, Index: uint32(vout)}] = o
+				out += o.Value
+				if bytes.Equal(o.PkScript, wallet) {
+					change += o.Value
 				}
+			}
+			if i == 0 {
+				continue // the coinbase
+			}
+			for _, ti := range tx.TxIn {
+				prev := prevOut(ti.PreviousOutPoint)
+				in += prev.Value
+				if bytes.Equal(prev.PkScript, wallet) {
+					fromWallet += prev.Value
+				}
+			}
+			if fromWallet > 0 {
+				c.fees[txid.String()] = in - out
+				c.spent += fromWallet - change
 			}
 		}
 	}
-	return got
+	return c
 }
 
-// TestBitcoinProcessorPaysThroughTheServer pays payouts to every address
-// type through the server's API with -processor bitcoin, on SQLite and
-// PostgreSQL: each completes with its txid, amount and fee share, its
-// webhook arrives, and each address receives exactly its amount, once.
+// received returns the outputs paying addr, in satoshis.
+func (c *btcChain) received(addr btcutil.Address) []int64 {
+	script, _ := txscript.PayToAddrScript(addr)
+	return c.paid[string(script)]
+}
+
+// received returns the outputs paying addr in the node's blocks after the
+// rig's funding, in satoshis.
+func (r *bitcoinRig) received(t *testing.T, addr btcutil.Address) []int64 {
+	t.Helper()
+	return r.chain(t).received(addr)
+}
+
+// btcPaid is a BTC payout as it completed.
+type btcPaid struct {
+	id   string
+	addr btcutil.Address
+	sats int64
+	txid string
+	fee  int64 // network_fee, in satoshis
+}
+
+// btcCompleted checks that the payout p (as /v1/payouts/info shows it)
+// completed with a txid of 64 hex digits, asset_amount sats and a
+// network_fee, and returns it.
+func btcCompleted(t *testing.T, p map[string]any, addr btcutil.Address, sats int64) btcPaid {
+	t.Helper()
+	txid, _ := p["txid"].(string)
+	if _, err := hex.DecodeString(txid); err != nil || len(txid) != 64 || p["status"] != "completed" || p["network_fee"] == nil {
+		t.Fatalf("payout %v, want it completed with a txid and a network_fee", p)
+	}
+	if want := decimal.New(sats, -8).String(); p["asset_amount"] != want {
+		t.Fatalf("payout %v: asset_amount, want %s BTC", p, want)
+	}
+	return btcPaid{id: p["payout_id"].(string), addr: addr, sats: sats, txid: txid, fee: satoshis(t, p["network_fee"])}
+}
+
+// satoshis parses an amount of BTC the API shows.
+func satoshis(t *testing.T, v any) int64 {
+	t.Helper()
+	s, _ := v.(string)
+	d, err := decimal.NewFromString(s)
+	if err != nil || !d.Shift(8).IsInteger() || d.IsNegative() {
+		t.Fatalf("%v is not an amount of BTC", v)
+	}
+	return d.Shift(8).IntPart()
+}
+
+// checkPaid checks the chain against the payouts completed: each one's
+// address received exactly its satoshis, once; the network_fee of the
+// payouts of each txid add up to that transaction's fee on chain; the hot
+// wallet spent in no other transaction; and it paid out exactly the
+// payouts and their fees.
+func (c *btcChain) checkPaid(t *testing.T, paid []btcPaid) {
+	t.Helper()
+	shares := map[string]int64{}
+	var total int64
+	for _, p := range paid {
+		if got := c.received(p.addr); len(got) != 1 || got[0] != p.sats {
+			t.Errorf("payout %s: %s received %v, want [%d]", p.id, p.addr, got, p.sats)
+		}
+		shares[p.txid] += p.fee
+		total += p.sats + p.fee
+	}
+	for txid, share := range shares {
+		if fee, ok := c.fees[txid]; !ok || fee != share {
+			t.Errorf("transaction %s: on chain %t with a fee of %d satoshis; its payouts' network_fee add up to %d", txid, ok, fee, share)
+		}
+	}
+	for txid := range c.fees {
+		if _, ok := shares[txid]; !ok {
+			t.Errorf("the hot wallet spent in %s, no payout's transaction", txid)
+		}
+	}
+	if c.spent != total {
+		t.Errorf("the hot wallet paid out %d satoshis; the payouts and their fees are %d", c.spent, total)
+	}
+}
+
+// TestBitcoinProcessorPaysThroughTheServer pays 25 payouts to addresses of
+// every type (P2PKH, P2SH, P2WPKH, P2TR) through the server's API with
+// -processor bitcoin, on SQLite and PostgreSQL, in batches of at most 10:
+// each completes with its txid, amount and fee share, the shares of each
+// transaction add up to its fee on chain, each address receives exactly
+// its amount, once, and each payout.completed webhook arrives, signed.
 func TestBitcoinProcessorPaysThroughTheServer(t *testing.T) {
 	eachServerDB(t, func(t *testing.T, db string) {
-		rig := newBitcoinRig(t)
+		const n, batch = 25, 10
+		rig := newBitcoinRig(t, func(c *bitcoin.FileConfig) { c.MaxBatchSize, c.BatchWindow = batch, "3s" })
 		s, key, hooks := serveFunded(t, db, "10000.00", "-processor", "bitcoin", "-bitcoin-config", rig.config)
-		addrs := append(btcPayees(t), btcPayees(t)...)
+		addrs := btcAddresses(t, n)
+		cents := func(i int) int64 { return int64(100+i)*100 + 50 } // (100+i).50 USD
 		for i, a := range addrs {
-			body := fmt.Sprintf(`{"payout_id":"btc-%d","amount":"%d.50","asset":"BTC","network":"BTC","address":%q,"payer_id":"c"}`, i, 100+i, a.EncodeAddress())
-			if _, env := call(t, "POST", s.url+"/v1/payouts", key, body); code(env) != 0 {
+			if _, env := call(t, "POST", s.url+"/v1/payouts", key, btcPayoutBody(fmt.Sprintf("btc-%d", i), cents(i), a)); code(env) != 0 {
 				t.Fatalf("payout: %v", env)
 			}
 		}
-		txids := map[string]bool{}
+		var paid []btcPaid
+		perTx := map[string]int{}
 		for i, a := range addrs {
-			id := fmt.Sprintf("btc-%d", i)
-			p := settledPayout(t, s.url, key, id)
-			// (100+i).50 USD at 50,000 USD/BTC, in satoshis.
-			sats := int64((100+i)*100+50) * 1_000_000 / 50_000
-			want := fmt.Sprintf("%d.%08d", sats/100_000_000, sats%100_000_000)
-			want = strings.TrimRight(strings.TrimRight(want, "0"), ".")
-			if p["status"] != "completed" || p["asset_amount"] != want || p["network_fee"] == nil || len(p["txid"].(string)) != 64 {
-				t.Fatalf("payout %s: %v, want %s BTC", id, p, want)
-			}
-			txids[p["txid"].(string)] = true
-			if got := rig.received(t, a); len(got) != 1 || got[0] != sats {
-				t.Fatalf("%s received %v, want [%d]", a, got, sats)
-			}
-			btcWait(t, "webhook payout.completed "+id, func() bool { return hooks.delivered(id, "payout.completed") })
+			p := btcCompleted(t, settledPayout(t, s.url, key, fmt.Sprintf("btc-%d", i)), a, btcSats(cents(i)))
+			paid = append(paid, p)
+			perTx[p.txid]++
 		}
-		if len(txids) > 3 {
-			t.Errorf("%d payouts in %d transactions", len(addrs), len(txids))
+		rig.chain(t).checkPaid(t, paid)
+		// Full batches go at once; the rest when the oldest's window ends.
+		for txid, k := range perTx {
+			if k > batch {
+				t.Errorf("%d payouts in %s, more than max_batch_size", k, txid)
+			}
+		}
+		if len(perTx) > 4 {
+			t.Errorf("%d payouts in %d transactions, want 3 or 4", n, len(perTx))
+		}
+		for _, p := range paid {
+			btcWait(t, "webhook payout.completed "+p.id, func() bool { return hooks.delivered(p.id, "payout.completed") })
 		}
 		hooks.wantNoBad(t)
+		t.Logf("%d payouts in %d transactions", n, len(perTx))
 	})
 }
 
