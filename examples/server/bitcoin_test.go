@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/payoutkit/payoutkit/processor/bitcoin"
 	"github.com/payoutkit/payoutkit/processor/bitcoin/btcdtest"
+	"github.com/payoutkit/payoutkit/storage/postgres/pgtest"
 )
 
 // bitcoinRig is a btcd --regtest whose mined coins fund a hot wallet, a
@@ -383,6 +385,122 @@ func TestBitcoinPayoutSurvivesSIGKILL(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBitcoinTwoInstancesOneWallet runs two servers, each a process of
+// its own, on one PostgreSQL database with one -bitcoin-config, so one hot
+// wallet, and creates 200 payouts through both APIs at once: every payout
+// completes and is paid exactly once on chain, no output of the wallet is
+// reserved or spent by two batches, no batch is conflicted, and the wallet
+// paid out exactly the payouts and their fees.
+func TestBitcoinTwoInstancesOneWallet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the program in child processes")
+	}
+	dsn := pgtest.Postgres(t) // the scenario is PostgreSQL's: SQLite is one process's
+	const n = 200
+	rig := newBitcoinRig(t, func(c *bitcoin.FileConfig) { c.MaxBatchSize = 25 })
+	ws := newFaultWorkspace(t, dsn, "")
+	args := []string{"-db", dsn, "-processor", "bitcoin", "-bitcoin-config", rig.config, "-delivery-lease", "2s"}
+	a, b := startProc(t, args...), startProc(t, args...)
+	urls := []string{a.url, b.url}
+	fund(t, a.url, ws.key, "o1", "30000.00")
+
+	addrs := btcAddresses(t, n)
+	cents := func(i int) int64 { return int64(10+i) * 100 } // (10+i).00 USD
+	id := func(i int) string { return fmt.Sprintf("btc-%d", i) }
+	var wg sync.WaitGroup
+	for w := range 4 { // four clients, each alternating between the instances
+		wg.Go(func() {
+			for i := w; i < n; i += 4 {
+				if st, env := postJSON(urls[i%2]+"/v1/payouts", ws.key, btcPayoutBody(id(i), cents(i), addrs[i])); st != 200 || env.Code != 0 {
+					t.Errorf("payout %s: %d %+v", id(i), st, env)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	var paid []btcPaid
+	txs := map[string]bool{}
+	for i, addr := range addrs {
+		p := btcCompleted(t, settledPayout(t, urls[(i+1)%2], ws.key, id(i)), addr, btcSats(cents(i)))
+		paid = append(paid, p)
+		txs[p.txid] = true
+	}
+	rig.chain(t).checkPaid(t, paid)
+	checkBitcoinBatches(t, dsn)
+
+	// Without a lease per wallet both instances build each batch; one
+	// stores it, the other's work is lost (docs/BITCOIN.md).
+	logged := func(p *proc, msg string) int { return strings.Count(p.stderr.String(), `"msg":"`+msg+`"`) }
+	stored := logged(a, "bitcoin batch signed") + logged(b, "bitcoin batch signed")
+	t.Logf("%d payouts in %d transactions; batches stored by the instances: %d and %d; built and lost to the other: %d and %d; rounds failed: %d and %d",
+		n, len(txs), logged(a, "bitcoin batch signed"), logged(b, "bitcoin batch signed"),
+		logged(a, "bitcoin batch lost to another process; trying again"), logged(b, "bitcoin batch lost to another process; trying again"),
+		logged(a, "bitcoin loop"), logged(b, "bitcoin loop"))
+	if stored != len(txs) {
+		t.Errorf("%d batches stored for %d transactions paying the payouts", stored, len(txs))
+	}
+}
+
+// checkBitcoinBatches checks the Bitcoin rail's records in dsn once every
+// payout has settled: no transaction is conflicted; the first
+// transactions of the batches spend distinct outputs of the wallet; the
+// outputs reserved are exactly those, each by the batch spending it; and
+// each output of the wallet spent on chain was spent by a transaction of
+// the batch that reserved it.
+func checkBitcoinBatches(t *testing.T, dsn string) {
+	t.Helper()
+	db := openDB(t, dsn)
+	if open := queryStrings(t, db, `SELECT payout_id FROM payoutkit_btc_payouts WHERE state <> 'completed'`); len(open) > 0 {
+		t.Errorf("the rail's payouts not completed: %v", open)
+	}
+	if bad := queryStrings(t, db, `SELECT txid FROM payoutkit_btc_txs WHERE state = 'conflicted'`); len(bad) > 0 {
+		t.Errorf("conflicted transactions: %v", bad)
+	}
+	rows, err := db.Query(`SELECT batch_id, raw FROM payoutkit_btc_txs WHERE attempt = 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	spends := map[string]string{} // "txid:vout" of an output → the batch whose first transaction spends it
+	for rows.Next() {
+		var batch string
+		var raw []byte
+		if err := rows.Scan(&batch, &raw); err != nil {
+			t.Fatal(err)
+		}
+		tx := wire.NewMsgTx(2)
+		if err := tx.Deserialize(bytes.NewReader(raw)); err != nil {
+			t.Fatalf("batch %s: %v", batch, err)
+		}
+		for _, in := range tx.TxIn {
+			op := in.PreviousOutPoint.String()
+			if other, dup := spends[op]; dup {
+				t.Errorf("%s spent by the batches %s and %s", op, other, batch)
+			}
+			spends[op] = batch
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	reserved := map[string]string{}
+	for _, r := range queryStrings(t, db, `SELECT txid || ':' || vout || ' ' || reserved_by FROM payoutkit_btc_utxos WHERE reserved_by <> ''`) {
+		op, batch, _ := strings.Cut(r, " ")
+		reserved[op] = batch
+	}
+	if !maps.Equal(reserved, spends) {
+		t.Errorf("outputs reserved %v; the batches' first transactions spend %v", reserved, spends)
+	}
+	if bad := queryStrings(t, db, `SELECT u.txid || ':' || u.vout || ' spent by ' || u.spent_txid FROM payoutkit_btc_utxos u
+		LEFT JOIN payoutkit_btc_txs t ON t.txid = u.spent_txid
+		WHERE u.spent_txid <> '' AND (t.batch_id IS NULL OR t.batch_id <> u.reserved_by)`); len(bad) > 0 {
+		t.Errorf("outputs spent on chain by a transaction not of the batch reserving them: %v", bad)
 	}
 }
 
