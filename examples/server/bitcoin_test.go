@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/payoutkit/payoutkit/processor/bitcoin"
 	"github.com/payoutkit/payoutkit/processor/bitcoin/btcdtest"
+	"github.com/payoutkit/payoutkit/processor/evm/evmtest"
 	"github.com/payoutkit/payoutkit/storage/postgres/pgtest"
 )
 
@@ -502,6 +504,28 @@ func checkBitcoinBatches(t *testing.T, dsn string) {
 		WHERE u.spent_txid <> '' AND (t.batch_id IS NULL OR t.batch_id <> u.reserved_by)`); len(bad) > 0 {
 		t.Errorf("outputs spent on chain by a transaction not of the batch reserving them: %v", bad)
 	}
+}
+
+// TestEVMAndBitcoinRails runs -processor evm,bitcoin with a geth rig and a
+// btcd rig: an ETH payout and a BTC payout through the one API are each
+// paid on their own chain, the ETH one by a transaction on geth, the BTC
+// one by a transaction on btcd.
+func TestEVMAndBitcoinRails(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "payoutkit.db")
+	evmRig, btcRig := newEVMRig(t), newBitcoinRig(t)
+	s, key, _ := serveFunded(t, db, "1000.00", "-processor", "evm,bitcoin", "-evm-config", evmRig.config, "-bitcoin-config", btcRig.config)
+	alice, bob := newAddress(t), btcPayees(t)[3] // an EVM address, a P2TR one
+	for _, body := range []string{
+		`{"payout_id":"eth-1","amount":"30.00","asset":"ETH","network":"ETH","address":"` + alice.Hex() + `","payer_id":"c"}`,
+		btcPayoutBody("btc-1", 50_00, bob),
+	} {
+		if _, env := call(t, "POST", s.url+"/v1/payouts", key, body); code(env) != 0 {
+			t.Fatalf("payout: %v", env)
+		}
+	}
+	eth, btc := settledPayout(t, s.url, key, "eth-1"), settledPayout(t, s.url, key, "btc-1")
+	evmRig.wantETHPaid(t, eth, alice, new(big.Int).Div(evmtest.Ether(1), big.NewInt(100))) // 30 USD at 3,000
+	btcRig.chain(t).checkPaid(t, []btcPaid{btcCompleted(t, btc, bob, btcSats(50_00))})
 }
 
 func btcWait(t *testing.T, what string, cond func() bool) {
