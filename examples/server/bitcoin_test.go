@@ -5,11 +5,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"math/big"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -204,13 +202,6 @@ func (c *btcChain) received(addr btcutil.Address) []int64 {
 	return c.paid[string(script)]
 }
 
-// received returns the outputs paying addr in the node's blocks after the
-// rig's funding, in satoshis.
-func (r *bitcoinRig) received(t *testing.T, addr btcutil.Address) []int64 {
-	t.Helper()
-	return r.chain(t).received(addr)
-}
-
 // btcPaid is a BTC payout as it completed.
 type btcPaid struct {
 	id   string
@@ -327,65 +318,28 @@ func TestBitcoinPayoutSurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the program in child processes")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, point := range []string{"signed", "sent"} {
 		t.Run(point, func(t *testing.T) {
 			rig := newBitcoinRig(t)
-			dir := t.TempDir()
-			db := filepath.Join(dir, "payoutkit.db")
+			db := filepath.Join(t.TempDir(), "payoutkit.db")
 			key := decodeObject(t, mustCommand(t, "workspace", "create", "-db", db, "-name", "crash"))["api_key"].(string)
-			serve := func(crashAt string) (*exec.Cmd, *syncBuffer, string) {
-				cmd := exec.Command(exe, "serve", "-addr", "127.0.0.1:0", "-db", db, "-processor", "bitcoin", "-bitcoin-config", rig.config, "-delivery-lease", "2s", "-log-format", "text")
-				cmd.Env = append(os.Environ(), "PAYOUTKIT_TEST_MAIN=1", "PAYOUTKIT_TEST_BITCOIN_CRASH_AT="+crashAt)
-				var stderr syncBuffer
-				cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				var addr string
-				btcWait(t, "the server listening", func() bool {
-					for _, line := range strings.Split(stderr.String(), "\n") {
-						if strings.Contains(line, "msg=serving") {
-							f := strings.Fields(line[strings.Index(line, "addr="):])
-							addr = strings.TrimPrefix(f[0], "addr=")
-							return true
-						}
-					}
-					return false
-				})
-				return cmd, &stderr, "http://" + addr
-			}
-
-			cmd, stderr, url := serve(point)
-			call(t, "POST", url+"/v1/orders", key, `{"order_id":"o1","amount":"1000.00"}`)
-			call(t, "POST", url+"/v1/sandbox/orders/pay", key, `{"order_id":"o1"}`)
+			args := []string{"-db", db, "-processor", "bitcoin", "-bitcoin-config", rig.config, "-delivery-lease", "2s"}
+			srv := startProcEnv(t, []string{"PAYOUTKIT_TEST_BITCOIN_CRASH_AT=" + point}, args...)
+			fund(t, srv.url, key, "o1", "1000.00")
 			addrs := btcPayees(t)
 			for i, a := range addrs {
-				body := fmt.Sprintf(`{"payout_id":"p%d","amount":"50.00","asset":"BTC","network":"BTC","address":%q,"payer_id":"c"}`, i, a.EncodeAddress())
-				if _, env := call(t, "POST", url+"/v1/payouts", key, body); code(env) != 0 {
+				if _, env := call(t, "POST", srv.url+"/v1/payouts", key, btcPayoutBody(fmt.Sprintf("p%d", i), 50_00, a)); code(env) != 0 {
 					t.Fatalf("payout: %v", env)
 				}
 			}
-			if err := cmd.Wait(); err == nil || !strings.Contains(stderr.String(), "killing the server on purpose") {
-				t.Fatalf("the server did not die at %s: %v\n%s", point, err, stderr.String())
-			}
+			srv.crashed(t)
 
-			cmd, stderr, url = serve("")
-			var once sync.Once
-			stopServer := func() { once.Do(func() { cmd.Process.Kill(); cmd.Wait() }) }
-			defer stopServer()
+			srv = startProc(t, args...)
+			var paid []btcPaid
 			for i, a := range addrs {
-				p := settledPayout(t, url, key, fmt.Sprintf("p%d", i))
-				if p["status"] != "completed" {
-					t.Fatalf("payout %v\n%s", p, stderr.String())
-				}
-				if got := rig.received(t, a); len(got) != 1 || got[0] != 100_000 { // 50 USD at 50,000
-					t.Fatalf("%s received %v, want exactly [100000]", a, got)
-				}
+				paid = append(paid, btcCompleted(t, settledPayout(t, srv.url, key, fmt.Sprintf("p%d", i)), a, btcSats(50_00)))
 			}
+			rig.chain(t).checkPaid(t, paid)
 		})
 	}
 }

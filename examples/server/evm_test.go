@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"math/big"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -167,54 +165,24 @@ func TestEVMPayoutSurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the program in child processes")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, point := range []string{"signed", "sent"} {
 		t.Run(point, func(t *testing.T) {
 			rig := newEVMRig(t)
-			dir := t.TempDir()
-			db := filepath.Join(dir, "payoutkit.db")
+			db := filepath.Join(t.TempDir(), "payoutkit.db")
 			key := decodeObject(t, mustCommand(t, "workspace", "create", "-db", db, "-name", "crash"))["api_key"].(string)
-			serve := func(crashAt string) (*exec.Cmd, *syncBuffer, string) {
-				cmd := exec.Command(exe, "serve", "-addr", "127.0.0.1:0", "-db", db, "-processor", "evm", "-evm-config", rig.config, "-delivery-lease", "2s", "-log-format", "text")
-				cmd.Env = append(os.Environ(), "PAYOUTKIT_TEST_MAIN=1", "PAYOUTKIT_TEST_EVM_CRASH_AT="+crashAt)
-				var stderr syncBuffer
-				cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				var addr string
-				evmtest.Wait(t, time.Minute, "the server listening", func() bool {
-					for _, line := range strings.Split(stderr.String(), "\n") {
-						if strings.Contains(line, "msg=serving") {
-							f := strings.Fields(line[strings.Index(line, "addr="):])
-							addr = strings.TrimPrefix(f[0], "addr=")
-							return true
-						}
-					}
-					return false
-				})
-				return cmd, &stderr, "http://" + addr
-			}
-
-			cmd, stderr, url := serve(point)
-			call(t, "POST", url+"/v1/orders", key, `{"order_id":"o1","amount":"100.00"}`)
-			call(t, "POST", url+"/v1/sandbox/orders/pay", key, `{"order_id":"o1"}`)
+			args := []string{"-db", db, "-processor", "evm", "-evm-config", rig.config, "-delivery-lease", "2s"}
+			srv := startProcEnv(t, []string{"PAYOUTKIT_TEST_EVM_CRASH_AT=" + point}, args...)
+			fund(t, srv.url, key, "o1", "100.00")
 			bob := newAddress(t)
-			if _, env := call(t, "POST", url+"/v1/payouts", key, `{"payout_id":"p1","amount":"12.34","asset":"USDT","network":"ETH","address":"`+bob.Hex()+`","payer_id":"c"}`); code(env) != 0 {
+			if _, env := call(t, "POST", srv.url+"/v1/payouts", key, `{"payout_id":"p1","amount":"12.34","asset":"USDT","network":"ETH","address":"`+bob.Hex()+`","payer_id":"c"}`); code(env) != 0 {
 				t.Fatalf("payout: %v", env)
 			}
-			if err := cmd.Wait(); err == nil || !strings.Contains(stderr.String(), "killing the server on purpose") {
-				t.Fatalf("the server did not die at %s: %v\n%s", point, err, stderr.String())
-			}
+			srv.crashed(t)
 
-			cmd, stderr, url = serve("")
-			defer func() { cmd.Process.Kill(); cmd.Wait() }()
-			p := settledPayout(t, url, key, "p1")
+			srv = startProc(t, args...)
+			p := settledPayout(t, srv.url, key, "p1")
 			if p["status"] != "completed" {
-				t.Fatalf("payout %v\n%s", p, stderr.String())
+				t.Fatalf("payout %v\n%s", p, srv.stderr.String())
 			}
 			if n := rig.node.Transfers(t, rig.token, bob); n != 1 {
 				t.Fatalf("%d transfers to the recipient, want exactly 1", n)
