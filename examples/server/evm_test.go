@@ -3,22 +3,16 @@ package main
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math/big"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"github.com/payoutkit/payoutkit/processor/evm/evmtest"
@@ -70,31 +64,52 @@ func newAddress(t *testing.T) common.Address {
 	return crypto.PubkeyToAddress(k.PublicKey)
 }
 
-// hookLog records the webhook events a workspace receives.
-type hookLog struct {
-	mu     sync.Mutex
-	events []string // "<type> <payout_id>"
+// eachServerDB runs f on a new SQLite database, then on a new PostgreSQL
+// one (pgtest: skipped without PAYOUTKIT_TEST_POSTGRES, before f starts
+// anything).
+func eachServerDB(t *testing.T, f func(t *testing.T, db string)) {
+	t.Run("sqlite", func(t *testing.T) { f(t, filepath.Join(t.TempDir(), "payoutkit.db")) })
+	t.Run("postgres", func(t *testing.T) { f(t, pgtest.Postgres(t)) })
 }
 
-func (h *hookLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var ev struct {
-		Type string `json:"type"`
-		Data struct {
-			PayoutID string `json:"payout_id"`
-		} `json:"data"`
-	}
-	if json.NewDecoder(r.Body).Decode(&ev) == nil {
-		h.mu.Lock()
-		h.events = append(h.events, ev.Type+" "+ev.Data.PayoutID)
-		h.mu.Unlock()
-	}
-	io.WriteString(w, "success")
+// serveFunded starts serve on db with args (the rails' flags), points the
+// workspace its first start makes at a webhook receiver that checks each
+// delivery's signature, and funds it with usd through a sandbox order. It
+// returns the server, the workspace's API key and the receiver.
+func serveFunded(t *testing.T, db, usd string, args ...string) (*server, string, *hookReceiver) {
+	t.Helper()
+	hooks := newHookReceiver(t)
+	s := startServer(t, append([]string{"-db", db, "-delivery-lease", "2s", "-credentials-file", filepath.Join(t.TempDir(), "creds.json")}, args...)...)
+	first := decodeObject(t, s.stdout.String())
+	secret, key := first["webhook_secret"].(string), first["api_key"].(string)
+	hooks.secret.Store(&secret)
+	mustCommand(t, "webhook", "set", "-db", db, "-workspace", first["workspace_id"].(string), "-url", hooks.URL)
+	fund(t, s.url, key, "o1", usd)
+	return s, key, hooks
 }
 
-func (h *hookLog) has(s string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Contains(h.events, s)
+// wantETHPaid checks that the completed ETH payout p's txid is a
+// successful transaction on the node sending wei to `to`, and that `to`
+// holds wei.
+func (r *evmRig) wantETHPaid(t *testing.T, p map[string]any, to common.Address, wei *big.Int) {
+	t.Helper()
+	ctx := context.Background()
+	txid, _ := p["txid"].(string)
+	if p["status"] != "completed" || !strings.HasPrefix(txid, "0x") || p["network_fee"] == nil {
+		t.Fatalf("payout %v", p)
+	}
+	hash := common.HexToHash(txid)
+	receipt, err := r.node.Receipt(hash, time.Minute)
+	if err != nil || receipt.Status != types.ReceiptStatusSuccessful {
+		t.Fatalf("payout %v: receipt %+v, %v", p, receipt, err)
+	}
+	tx, _, err := r.node.Client.TransactionByHash(ctx, hash)
+	if err != nil || tx.To() == nil || *tx.To() != to || tx.Value().Cmp(wei) != 0 {
+		t.Fatalf("payout %v: transaction %+v, %v; want %s wei to %s", p, tx, err, wei, to)
+	}
+	if got, err := r.node.Client.BalanceAt(ctx, to, nil); err != nil || got.Cmp(wei) != 0 {
+		t.Fatalf("%s holds %s wei (%v), want %s", to, got, err, wei)
+	}
 }
 
 // settledPayout polls the payout until it leaves submitted.
@@ -110,54 +125,37 @@ func settledPayout(t *testing.T, url, key, id string) map[string]any {
 }
 
 func TestEVMProcessorPaysThroughTheServer(t *testing.T) {
-	dsns := map[string]func(t *testing.T) string{
-		"sqlite":   func(t *testing.T) string { return filepath.Join(t.TempDir(), "payoutkit.db") },
-		"postgres": func(t *testing.T) string { return pgtest.Postgres(t) },
-	}
-	for name, dsn := range dsns {
-		t.Run(name, func(t *testing.T) {
-			db := dsn(t) // before geth: a skip starts nothing
-			rig := newEVMRig(t)
-			hooks := &hookLog{}
-			receiver := httptest.NewServer(hooks)
-			t.Cleanup(receiver.Close)
-			s := startServer(t, "-db", db, "-processor", "evm", "-evm-config", rig.config, "-delivery-lease", "2s", "-credentials-file", filepath.Join(t.TempDir(), "creds.json"))
-			first := decodeObject(t, s.stdout.String())
-			ws, key := first["workspace_id"].(string), first["api_key"].(string)
-			mustCommand(t, "webhook", "set", "-db", db, "-workspace", ws, "-url", receiver.URL)
-			call(t, "POST", s.url+"/v1/orders", key, `{"order_id":"o1","amount":"100.00"}`)
-			call(t, "POST", s.url+"/v1/sandbox/orders/pay", key, `{"order_id":"o1"}`)
-
-			alice, bob := newAddress(t), newAddress(t)
-			for _, body := range []string{
-				`{"payout_id":"eth-1","amount":"30.00","asset":"ETH","network":"ETH","address":"` + alice.Hex() + `","payer_id":"c"}`,
-				`{"payout_id":"usdt-1","amount":"12.34","asset":"USDT","network":"ETH","address":"` + bob.Hex() + `","payer_id":"c"}`,
-			} {
-				if _, env := call(t, "POST", s.url+"/v1/payouts", key, body); code(env) != 0 {
-					t.Fatalf("payout: %v", env)
-				}
+	eachServerDB(t, func(t *testing.T, db string) {
+		rig := newEVMRig(t)
+		s, key, hooks := serveFunded(t, db, "100.00", "-processor", "evm", "-evm-config", rig.config)
+		alice, bob := newAddress(t), newAddress(t)
+		for _, body := range []string{
+			`{"payout_id":"eth-1","amount":"30.00","asset":"ETH","network":"ETH","address":"` + alice.Hex() + `","payer_id":"c"}`,
+			`{"payout_id":"usdt-1","amount":"12.34","asset":"USDT","network":"ETH","address":"` + bob.Hex() + `","payer_id":"c"}`,
+		} {
+			if _, env := call(t, "POST", s.url+"/v1/payouts", key, body); code(env) != 0 {
+				t.Fatalf("payout: %v", env)
 			}
-			eth := settledPayout(t, s.url, key, "eth-1")
-			usdt := settledPayout(t, s.url, key, "usdt-1")
-			for _, p := range []map[string]any{eth, usdt} {
-				if p["status"] != "completed" || !strings.HasPrefix(p["txid"].(string), "0x") || p["network_fee"] == nil {
-					t.Fatalf("payout %v", p)
-				}
+		}
+		eth := settledPayout(t, s.url, key, "eth-1")
+		usdt := settledPayout(t, s.url, key, "usdt-1")
+		for _, p := range []map[string]any{eth, usdt} {
+			if p["status"] != "completed" || !strings.HasPrefix(p["txid"].(string), "0x") || p["network_fee"] == nil {
+				t.Fatalf("payout %v", p)
 			}
-			if eth["asset_amount"] != "0.01" || usdt["asset_amount"] != "12.34" {
-				t.Fatalf("asset amounts %v, %v", eth["asset_amount"], usdt["asset_amount"])
-			}
-			if got, _ := rig.node.Client.BalanceAt(context.Background(), alice, nil); got.Cmp(new(big.Int).Div(evmtest.Ether(1), big.NewInt(100))) != 0 {
-				t.Fatalf("alice holds %s wei, want 0.01 ETH", got)
-			}
-			if got := rig.node.TokenBalance(t, rig.token, bob); got.Cmp(big.NewInt(12_340_000)) != 0 {
-				t.Fatalf("bob holds %s, want 12340000", got)
-			}
-			for _, want := range []string{"payout.completed eth-1", "payout.completed usdt-1"} {
-				evmtest.Wait(t, time.Minute, "webhook "+want, func() bool { return hooks.has(want) })
-			}
-		})
-	}
+		}
+		if eth["asset_amount"] != "0.01" || usdt["asset_amount"] != "12.34" {
+			t.Fatalf("asset amounts %v, %v", eth["asset_amount"], usdt["asset_amount"])
+		}
+		rig.wantETHPaid(t, eth, alice, new(big.Int).Div(evmtest.Ether(1), big.NewInt(100)))
+		if got := rig.node.TokenBalance(t, rig.token, bob); got.Cmp(big.NewInt(12_340_000)) != 0 {
+			t.Fatalf("bob holds %s, want 12340000", got)
+		}
+		for _, id := range []string{"eth-1", "usdt-1"} {
+			evmtest.Wait(t, time.Minute, "webhook payout.completed "+id, func() bool { return hooks.delivered(id, "payout.completed") })
+		}
+		hooks.wantNoBad(t)
+	})
 }
 
 // A server killed (SIGKILL) after a payout's transaction is stored and
@@ -167,54 +165,24 @@ func TestEVMPayoutSurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the program in child processes")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, point := range []string{"signed", "sent"} {
 		t.Run(point, func(t *testing.T) {
 			rig := newEVMRig(t)
-			dir := t.TempDir()
-			db := filepath.Join(dir, "payoutkit.db")
+			db := filepath.Join(t.TempDir(), "payoutkit.db")
 			key := decodeObject(t, mustCommand(t, "workspace", "create", "-db", db, "-name", "crash"))["api_key"].(string)
-			serve := func(crashAt string) (*exec.Cmd, *syncBuffer, string) {
-				cmd := exec.Command(exe, "serve", "-addr", "127.0.0.1:0", "-db", db, "-processor", "evm", "-evm-config", rig.config, "-delivery-lease", "2s", "-log-format", "text")
-				cmd.Env = append(os.Environ(), "PAYOUTKIT_TEST_MAIN=1", "PAYOUTKIT_TEST_EVM_CRASH_AT="+crashAt)
-				var stderr syncBuffer
-				cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				var addr string
-				evmtest.Wait(t, time.Minute, "the server listening", func() bool {
-					for _, line := range strings.Split(stderr.String(), "\n") {
-						if strings.Contains(line, "msg=serving") {
-							f := strings.Fields(line[strings.Index(line, "addr="):])
-							addr = strings.TrimPrefix(f[0], "addr=")
-							return true
-						}
-					}
-					return false
-				})
-				return cmd, &stderr, "http://" + addr
-			}
-
-			cmd, stderr, url := serve(point)
-			call(t, "POST", url+"/v1/orders", key, `{"order_id":"o1","amount":"100.00"}`)
-			call(t, "POST", url+"/v1/sandbox/orders/pay", key, `{"order_id":"o1"}`)
+			args := []string{"-db", db, "-processor", "evm", "-evm-config", rig.config, "-delivery-lease", "2s"}
+			srv := startProcEnv(t, []string{"PAYOUTKIT_TEST_EVM_CRASH_AT=" + point}, args...)
+			fund(t, srv.url, key, "o1", "100.00")
 			bob := newAddress(t)
-			if _, env := call(t, "POST", url+"/v1/payouts", key, `{"payout_id":"p1","amount":"12.34","asset":"USDT","network":"ETH","address":"`+bob.Hex()+`","payer_id":"c"}`); code(env) != 0 {
+			if _, env := call(t, "POST", srv.url+"/v1/payouts", key, `{"payout_id":"p1","amount":"12.34","asset":"USDT","network":"ETH","address":"`+bob.Hex()+`","payer_id":"c"}`); code(env) != 0 {
 				t.Fatalf("payout: %v", env)
 			}
-			if err := cmd.Wait(); err == nil || !strings.Contains(stderr.String(), "killing the server on purpose") {
-				t.Fatalf("the server did not die at %s: %v\n%s", point, err, stderr.String())
-			}
+			srv.crashed(t)
 
-			cmd, stderr, url = serve("")
-			defer func() { cmd.Process.Kill(); cmd.Wait() }()
-			p := settledPayout(t, url, key, "p1")
+			srv = startProc(t, args...)
+			p := settledPayout(t, srv.url, key, "p1")
 			if p["status"] != "completed" {
-				t.Fatalf("payout %v\n%s", p, stderr.String())
+				t.Fatalf("payout %v\n%s", p, srv.stderr.String())
 			}
 			if n := rig.node.Transfers(t, rig.token, bob); n != 1 {
 				t.Fatalf("%d transfers to the recipient, want exactly 1", n)

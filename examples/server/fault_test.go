@@ -116,7 +116,14 @@ func programCmd(t testing.TB, args ...string) *exec.Cmd {
 // it serves. The process is killed when the test ends, if it still runs.
 func startProc(t testing.TB, args ...string) *proc {
 	t.Helper()
+	return startProcEnv(t, nil, args...)
+}
+
+// startProcEnv is startProc with env added to the program's environment.
+func startProcEnv(t testing.TB, env []string, args ...string) *proc {
+	t.Helper()
 	cmd := programCmd(t, append([]string{"serve", "-addr", "127.0.0.1:0", "-portal=false"}, args...)...)
+	cmd.Env = append(cmd.Env, env...)
 	p := &proc{cmd: cmd, stderr: &lineWatcher{addr: make(chan string, 1)}, exited: make(chan struct{})}
 	cmd.Stdout = io.Discard
 	cmd.Stderr = p.stderr
@@ -144,6 +151,21 @@ func startProc(t testing.TB, args ...string) *proc {
 		t.Fatalf("server did not serve within 60s; stderr:\n%s", p.stderr.String())
 	}
 	return p
+}
+
+// crashed waits for the process to kill itself at a rail's crash point
+// (PAYOUTKIT_TEST_EVM_CRASH_AT, PAYOUTKIT_TEST_BITCOIN_CRASH_AT), and fails
+// the test unless it does within a minute.
+func (p *proc) crashed(t testing.TB) {
+	t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(time.Minute):
+		t.Fatalf("the server did not die within a minute; stderr:\n%s", tail(p.stderr.String(), 4000))
+	}
+	if p.err == nil || !strings.Contains(p.stderr.String(), "killing the server on purpose") {
+		t.Fatalf("the server did not die at its crash point: %v; stderr:\n%s", p.err, tail(p.stderr.String(), 4000))
+	}
 }
 
 // kill SIGKILLs the process and waits for it.
@@ -998,6 +1020,26 @@ func newHookReceiver(t testing.TB) *hookReceiver {
 	h.Server = httptest.NewServer(h)
 	t.Cleanup(h.Close)
 	return h
+}
+
+// delivered reports whether an event of type typ of the payout arrived
+// with a good signature.
+func (h *hookReceiver) delivered(payoutID, typ string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.first[payoutID][typ]
+	return ok
+}
+
+// wantNoBad fails the test for each delivery that was badly signed or
+// whose id or type did not match its headers.
+func (h *hookReceiver) wantNoBad(t testing.TB) {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, bad := range h.bad {
+		t.Error(bad)
+	}
 }
 
 func (h *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
