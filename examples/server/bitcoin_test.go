@@ -356,7 +356,9 @@ func TestBitcoinTwoInstancesOneWallet(t *testing.T) {
 	}
 	dsn := pgtest.Postgres(t) // the scenario is PostgreSQL's: SQLite is one process's
 	const n = 200
-	rig := newBitcoinRig(t, func(c *bitcoin.FileConfig) { c.MaxBatchSize = 25 })
+	// A lease far longer than a round under the race detector: the test
+	// expects no takeover.
+	rig := newBitcoinRig(t, func(c *bitcoin.FileConfig) { c.MaxBatchSize = 25; c.Lease = "10s" })
 	ws := newFaultWorkspace(t, dsn, "")
 	args := []string{"-db", dsn, "-processor", "bitcoin", "-bitcoin-config", rig.config, "-delivery-lease", "2s"}
 	a, b := startProc(t, args...), startProc(t, args...)

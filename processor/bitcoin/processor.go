@@ -139,6 +139,7 @@ func New(ctx context.Context, db *bun.DB, node Node, cfg Config) (*Processor, er
 	}
 	w.now = cfg.Now
 	p := &Processor{db: db, node: node, wallet: w, cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1), holder: newHolder()}
+	w.fence = p.holdLease
 	p.log.Info("bitcoin rail ready", "network", cfg.Net.Name, "hot_wallet", w.Address(),
 		"batch_window", cfg.BatchWindow, "max_batch_size", cfg.MaxBatchSize, "confirmations", cfg.Confirmations, "lease_holder", p.holder)
 	return p, nil
@@ -307,6 +308,9 @@ func (p *Processor) Tick(ctx context.Context, settler payoutkit.Settler) error {
 		return err
 	}
 	tip, err := p.wallet.Sync(ctx)
+	if errors.Is(err, errLost) {
+		return nil // the lease lapsed during a long scan: another process runs the wallet
+	}
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,10 @@ type Wallet struct {
 	script []byte
 	start  int64
 	now    func() time.Time
+	// fence, when set, runs first in each database transaction that
+	// records scanned blocks or rewinds them: the processor's lease check,
+	// which also renews the lease through a long scan.
+	fence func(context.Context, bun.Tx) error
 }
 
 // syncBatch is how many blocks Sync records in one database transaction.
@@ -127,7 +131,12 @@ func (w *Wallet) Sync(ctx context.Context) (int64, error) {
 		if len(batch) == 0 {
 			continue
 		}
-		if err := w.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error { return w.apply(ctx, tx, batch) }); err != nil {
+		if err := w.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			if err := w.fenced(ctx, tx); err != nil {
+				return err
+			}
+			return w.apply(ctx, tx, batch)
+		}); err != nil {
 			return 0, fmt.Errorf("bitcoin: record blocks %d to %d: %w", batch[0].height, batch[len(batch)-1].height, err)
 		}
 	}
@@ -218,6 +227,13 @@ func (w *Wallet) apply(ctx context.Context, tx bun.Tx, blocks []scanned) error {
 	return nil
 }
 
+func (w *Wallet) fenced(ctx context.Context, tx bun.Tx) error {
+	if w.fence == nil {
+		return nil
+	}
+	return w.fence(ctx, tx)
+}
+
 // rewind undoes the blocks a reorg took away: it finds the highest block
 // scanned that is still on the node's chain and forgets what came after
 // (outputs made after it, spends recorded after it, the blocks).
@@ -245,6 +261,9 @@ func (w *Wallet) rewind(ctx context.Context) error {
 		}
 	}
 	return w.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := w.fenced(ctx, tx); err != nil {
+			return err
+		}
 		if _, err := tx.NewDelete().Model((*utxoRow)(nil)).Where("wallet = ? AND height > ?", w.addr, fork).Exec(ctx); err != nil {
 			return err
 		}
