@@ -366,31 +366,11 @@ func TestBitcoinTwoInstancesOneWallet(t *testing.T) {
 	fund(t, a.url, ws.key, "o1", "30000.00")
 
 	addrs := btcAddresses(t, n)
-	cents := func(i int) int64 { return int64(10+i) * 100 } // (10+i).00 USD
-	id := func(i int) string { return fmt.Sprintf("btc-%d", i) }
-	var wg sync.WaitGroup
-	for w := range 4 { // four clients, each alternating between the instances
-		wg.Go(func() {
-			for i := w; i < n; i += 4 {
-				if st, env := postJSON(urls[i%2]+"/v1/payouts", ws.key, btcPayoutBody(id(i), cents(i), addrs[i])); st != 200 || env.Code != 0 {
-					t.Errorf("payout %s: %d %+v", id(i), st, env)
-				}
-			}
-		})
-	}
-	wg.Wait()
+	createBTCPayouts(t, urls, ws.key, addrs, 0, n)
 	if t.Failed() {
 		return
 	}
-	var paid []btcPaid
-	txs := map[string]bool{}
-	for i, addr := range addrs {
-		p := btcCompleted(t, settledPayout(t, urls[(i+1)%2], ws.key, id(i)), addr, btcSats(cents(i)))
-		paid = append(paid, p)
-		txs[p.txid] = true
-	}
-	rig.chain(t).checkPaid(t, paid)
-	checkBitcoinBatches(t, dsn)
+	txs := checkBTCPayouts(t, rig, dsn, urls, ws.key, addrs)
 
 	// One instance holds the wallet's lease and builds every batch; the
 	// other only takes payouts (docs/BITCOIN.md, "One process per wallet").
@@ -403,6 +383,88 @@ func TestBitcoinTwoInstancesOneWallet(t *testing.T) {
 	if storedA+storedB != len(txs) || min(storedA, storedB) != 0 || lost != 0 || leases != 1 {
 		t.Errorf("batches stored %d and %d for %d transactions, %d lost, the lease taken %d times: want one instance building them all",
 			storedA, storedB, len(txs), lost, leases)
+	}
+}
+
+// btcPayoutID and btcPayoutCents are the id and amount of the i-th payout
+// of createBTCPayouts: (10+i).00 USD.
+func btcPayoutID(i int) string   { return fmt.Sprintf("btc-%d", i) }
+func btcPayoutCents(i int) int64 { return int64(10+i) * 100 }
+
+// createBTCPayouts creates payouts from to to of addrs, from four clients at
+// once, each alternating between the instances at urls.
+func createBTCPayouts(t *testing.T, urls []string, key string, addrs []btcutil.Address, from, to int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := from + w; i < to; i += 4 {
+				if st, env := postJSON(urls[i%len(urls)]+"/v1/payouts", key, btcPayoutBody(btcPayoutID(i), btcPayoutCents(i), addrs[i])); st != 200 || env.Code != 0 {
+					t.Errorf("payout %s: %d %+v", btcPayoutID(i), st, env)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// checkBTCPayouts waits for every payout of addrs to settle and checks
+// each paid once on chain with its amount and fee share, and the rail's
+// records in dsn (checkBitcoinBatches); it returns the txids paying them.
+func checkBTCPayouts(t *testing.T, rig *bitcoinRig, dsn string, urls []string, key string, addrs []btcutil.Address) map[string]bool {
+	t.Helper()
+	var paid []btcPaid
+	txs := map[string]bool{}
+	for i, addr := range addrs {
+		p := btcCompleted(t, settledPayout(t, urls[(i+1)%len(urls)], key, btcPayoutID(i)), addr, btcSats(btcPayoutCents(i)))
+		paid = append(paid, p)
+		txs[p.txid] = true
+	}
+	rig.chain(t).checkPaid(t, paid)
+	checkBitcoinBatches(t, dsn)
+	return txs
+}
+
+// TestBitcoinLeaseTakeover runs two servers on one PostgreSQL database and
+// one wallet, and SIGKILLs the one holding the wallet's lease once it has
+// stored a batch: the other takes the lease over once it lapses and pays
+// the rest, the dead one's queued payouts too, each once.
+func TestBitcoinLeaseTakeover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the program in child processes")
+	}
+	dsn := pgtest.Postgres(t)
+	const n = 60
+	rig := newBitcoinRig(t, func(c *bitcoin.FileConfig) { c.MaxBatchSize = 10; c.Lease = "2s" })
+	ws := newFaultWorkspace(t, dsn, "")
+	args := []string{"-db", dsn, "-processor", "bitcoin", "-bitcoin-config", rig.config, "-delivery-lease", "2s"}
+	procs := []*proc{startProc(t, args...), startProc(t, args...)}
+	fund(t, procs[0].url, ws.key, "o1", "30000.00")
+	addrs := btcAddresses(t, n)
+	const taken = "bitcoin wallet lease taken: this process runs the wallet's loop"
+	createBTCPayouts(t, []string{procs[0].url, procs[1].url}, ws.key, addrs, 0, n/2)
+	var holder int
+	btcWait(t, "a batch stored by the lease's holder", func() bool {
+		for i, p := range procs {
+			if strings.Contains(p.stderr.String(), taken) && strings.Contains(p.stderr.String(), "bitcoin batch signed") {
+				holder = i
+				return true
+			}
+		}
+		return false
+	})
+	if err := procs[holder].cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-procs[holder].exited
+	survivor := procs[1-holder]
+	createBTCPayouts(t, []string{survivor.url}, ws.key, addrs, n/2, n)
+	if t.Failed() {
+		return
+	}
+	checkBTCPayouts(t, rig, dsn, []string{survivor.url}, ws.key, addrs)
+	if !strings.Contains(survivor.stderr.String(), taken) {
+		t.Errorf("the survivor never took the lease:\n%s", survivor.stderr.String())
 	}
 }
 
