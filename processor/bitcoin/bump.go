@@ -176,10 +176,7 @@ func (p *Processor) bumpOne(ctx context.Context, t txRow) error {
 		Fee: fee, FeeRate: rate, Weight: weight, State: statePending, CreatedAt: p.cfg.Now().UnixMilli(),
 	}
 	stored := false
-	err = p.db.RunInTx(ctx, nil, func(ctx context.Context, dbtx bun.Tx) error {
-		if err := p.holdLease(ctx, dbtx); err != nil {
-			return err
-		}
+	err = p.inLease(ctx, func(ctx context.Context, dbtx bun.Tx) error {
 		// Still the batch's latest and unmined (another process may have
 		// bumped it, or the node mined it, meanwhile).
 		latest, err := p.openBatches(ctx, dbtx)

@@ -102,14 +102,7 @@ func TestBtcdFeeBump(t *testing.T) {
 	t.Parallel() // each test runs a btcd of its own
 	eachEngine(t, func(t *testing.T, e *testEngine) {
 		ctx := context.Background()
-		r := newBtcdRig(t, e, nil)
-		flaky := &flakyNode{Node: r.node.Client}
-		cfg := r.proc.cfg
-		cfg.BatchWindow, cfg.ReplaceAfter, cfg.RebroadcastAfter = time.Millisecond, time.Second, time.Hour
-		proc, err := New(ctx, e.db, flaky, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, flaky, proc := newBumpRig(t, e, nil)
 		batch := func(prefix string, n int) []payoutkit.Submission {
 			var subs []payoutkit.Submission
 			for i, a := range payees(t, &chaincfg.RegressionNetParams)[:n] {
@@ -247,14 +240,7 @@ func TestBtcdFeeBumpAddsInput(t *testing.T) {
 		ctx := context.Background()
 		// From 334, one mature coinbase of 12.5 BTC; each block mined
 		// matures the next.
-		r := newBtcdRig(t, e, func(c *Config) { c.StartHeight = 334 })
-		flaky := &flakyNode{Node: r.node.Client}
-		cfg := r.proc.cfg
-		cfg.BatchWindow, cfg.ReplaceAfter, cfg.RebroadcastAfter = time.Millisecond, time.Second, time.Hour
-		proc, err := New(ctx, e.db, flaky, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, flaky, proc := newBumpRig(t, e, func(c *Config) { c.StartHeight = 334 })
 		tick := func() {
 			t.Helper()
 			if err := proc.Tick(ctx, e); err != nil && !flaky.down.Load() {
@@ -346,6 +332,22 @@ func TestBtcdFeeBumpAddsInput(t *testing.T) {
 			}
 		}
 	})
+}
+
+// newBumpRig is a btcd rig and a processor of its wallet through a node
+// whose broadcasts can fail, batching at once, bumping after a second and
+// rebroadcasting only when a test says.
+func newBumpRig(t *testing.T, e *testEngine, tweak func(*Config)) (*btcdRig, *flakyNode, *Processor) {
+	t.Helper()
+	r := newBtcdRig(t, e, tweak)
+	flaky := &flakyNode{Node: r.node.Client}
+	cfg := r.proc.cfg
+	cfg.BatchWindow, cfg.ReplaceAfter, cfg.RebroadcastAfter = time.Millisecond, time.Second, time.Hour
+	proc, err := New(context.Background(), e.db, flaky, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, flaky, proc
 }
 
 // batchTxs returns a batch's stored transactions, first to last.

@@ -58,10 +58,7 @@ func (p *Processor) conflicts(ctx context.Context, tip int64) error {
 			continue
 		}
 		var requeued int
-		err = p.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			if err := p.holdLease(ctx, tx); err != nil {
-				return err
-			}
+		err = p.inLease(ctx, func(ctx context.Context, tx bun.Tx) error {
 			res, err := tx.NewUpdate().Model((*txRow)(nil)).Set("state = ?", stateConflicted).
 				Where("batch_id = ? AND state = ?", u.ReservedBy, statePending).Exec(ctx)
 			if err != nil {
@@ -119,10 +116,7 @@ func spending(txs []txRow, u utxoRow) ([]string, error) {
 
 // markConflicted marks transactions that can no longer confirm.
 func (p *Processor) markConflicted(ctx context.Context, txids []string) error {
-	err := p.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if err := p.holdLease(ctx, tx); err != nil {
-			return err
-		}
+	err := p.inLease(ctx, func(ctx context.Context, tx bun.Tx) error {
 		_, err := tx.NewUpdate().Model((*txRow)(nil)).Set("state = ?", stateConflicted).
 			Where("txid IN (?) AND state = ?", bun.In(txids), statePending).Exec(ctx)
 		return err

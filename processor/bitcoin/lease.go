@@ -86,6 +86,18 @@ func (p *Processor) holdLease(ctx context.Context, tx bun.Tx) error {
 	return nil
 }
 
+// inLease runs f in one database transaction that first checks, and
+// renews, this processor's lease (holdLease): errLost when another process
+// holds it.
+func (p *Processor) inLease(ctx context.Context, f func(ctx context.Context, tx bun.Tx) error) error {
+	return p.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := p.holdLease(ctx, tx); err != nil {
+			return err
+		}
+		return f(ctx, tx)
+	})
+}
+
 // releaseLease gives the wallet's lease up, so that another process takes
 // over at its next round rather than once the lease lapses.
 func (p *Processor) releaseLease(ctx context.Context) error {

@@ -139,7 +139,6 @@ func New(ctx context.Context, db *bun.DB, node Node, cfg Config) (*Processor, er
 	}
 	w.now = cfg.Now
 	p := &Processor{db: db, node: node, wallet: w, cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1), holder: newHolder()}
-	w.fence = p.holdLease
 	p.log.Info("bitcoin rail ready", "network", cfg.Net.Name, "hot_wallet", w.Address(),
 		"batch_window", cfg.BatchWindow, "max_batch_size", cfg.MaxBatchSize, "confirmations", cfg.Confirmations, "lease_holder", p.holder)
 	return p, nil
@@ -307,7 +306,7 @@ func (p *Processor) Tick(ctx context.Context, settler payoutkit.Settler) error {
 	if held, err := p.takeLease(ctx); err != nil || !held {
 		return err
 	}
-	tip, err := p.wallet.Sync(ctx)
+	tip, err := p.wallet.sync(ctx, p.holdLease)
 	if errors.Is(err, errLost) {
 		return nil // the lease lapsed during a long scan: another process runs the wallet
 	}
@@ -378,10 +377,7 @@ func (p *Processor) settle(ctx context.Context, settler payoutkit.Settler, tip i
 				p.stats.completed.Add(1)
 			}
 		}
-		err = p.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			if err := p.holdLease(ctx, tx); err != nil {
-				return err
-			}
+		err = p.inLease(ctx, func(ctx context.Context, tx bun.Tx) error {
 			if _, err := tx.NewUpdate().Model((*txRow)(nil)).Set("state = ?", stateConfirmed).Where("txid = ?", t.TxID).Exec(ctx); err != nil {
 				return err
 			}
@@ -606,10 +602,7 @@ func (p *Processor) store(ctx context.Context, tx *wire.MsgTx, sel Selection, ra
 		TxID: txid, BatchID: txid, Attempt: 1, Wallet: p.wallet.Address(), Raw: raw.Bytes(),
 		Fee: sel.Fee, FeeRate: rate, Weight: sel.Weight, State: statePending, CreatedAt: now,
 	}
-	err := p.db.RunInTx(ctx, nil, func(ctx context.Context, dbtx bun.Tx) error {
-		if err := p.holdLease(ctx, dbtx); err != nil {
-			return err
-		}
+	err := p.inLease(ctx, func(ctx context.Context, dbtx bun.Tx) error {
 		// Another process may have built the very same transaction (the
 		// same payouts, outputs and deterministic signatures): it stored it.
 		res, err := dbtx.NewInsert().Model(&row).On("CONFLICT DO NOTHING").Exec(ctx)

@@ -55,10 +55,7 @@ func (p *Processor) reorged(ctx context.Context, tip int64) error {
 // resettle makes mined the batch's settled transaction in place of was,
 // which a reorg took away.
 func (p *Processor) resettle(ctx context.Context, was, mined txRow) error {
-	err := p.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if err := p.holdLease(ctx, tx); err != nil {
-			return err
-		}
+	err := p.inLease(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewUpdate().Model((*txRow)(nil)).Set("state = ?", stateReplaced).Where("txid = ? AND state = ?", was.TxID, stateConfirmed).Exec(ctx); err != nil {
 			return err
 		}

@@ -29,10 +29,18 @@ type Wallet struct {
 	script []byte
 	start  int64
 	now    func() time.Time
-	// fence, when set, runs first in each database transaction that
-	// records scanned blocks or rewinds them: the processor's lease check,
-	// which also renews the lease through a long scan.
-	fence func(context.Context, bun.Tx) error
+}
+
+// fence runs first in each database transaction that records scanned
+// blocks or rewinds them: the processor's lease check, which also renews
+// the lease through a long scan.
+type fence func(context.Context, bun.Tx) error
+
+func (f fence) check(ctx context.Context, tx bun.Tx) error {
+	if f == nil {
+		return nil
+	}
+	return f(ctx, tx)
 }
 
 // syncBatch is how many blocks Sync records in one database transaction.
@@ -83,7 +91,10 @@ func (w *Wallet) cursor(ctx context.Context, db bun.IDB) (int64, string, error) 
 
 // Sync records the wallet's outputs of every block up to the node's tip,
 // and returns the height scanned to.
-func (w *Wallet) Sync(ctx context.Context) (int64, error) {
+func (w *Wallet) Sync(ctx context.Context) (int64, error) { return w.sync(ctx, nil) }
+
+// sync is Sync, each of its database transactions fenced by f.
+func (w *Wallet) sync(ctx context.Context, f fence) (int64, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return 0, err
@@ -99,7 +110,7 @@ func (w *Wallet) Sync(ctx context.Context) (int64, error) {
 		if hash != "" {
 			nh, err := w.node.GetBlockHash(height)
 			if err != nil || nh.String() != hash { // a reorg, or a node behind us
-				if err := w.rewind(ctx); err != nil {
+				if err := w.rewind(ctx, f); err != nil {
 					return 0, err
 				}
 				continue
@@ -132,7 +143,7 @@ func (w *Wallet) Sync(ctx context.Context) (int64, error) {
 			continue
 		}
 		if err := w.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			if err := w.fenced(ctx, tx); err != nil {
+			if err := f.check(ctx, tx); err != nil {
 				return err
 			}
 			return w.apply(ctx, tx, batch)
@@ -227,17 +238,10 @@ func (w *Wallet) apply(ctx context.Context, tx bun.Tx, blocks []scanned) error {
 	return nil
 }
 
-func (w *Wallet) fenced(ctx context.Context, tx bun.Tx) error {
-	if w.fence == nil {
-		return nil
-	}
-	return w.fence(ctx, tx)
-}
-
 // rewind undoes the blocks a reorg took away: it finds the highest block
 // scanned that is still on the node's chain and forgets what came after
 // (outputs made after it, spends recorded after it, the blocks).
-func (w *Wallet) rewind(ctx context.Context) error {
+func (w *Wallet) rewind(ctx context.Context, f fence) error {
 	fork := w.start - 1
 	var blocks []blockRow
 	if err := w.db.NewSelect().Model(&blocks).Where("wallet = ?", w.addr).Order("height DESC").Scan(ctx); err != nil {
@@ -261,7 +265,7 @@ func (w *Wallet) rewind(ctx context.Context) error {
 		}
 	}
 	return w.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if err := w.fenced(ctx, tx); err != nil {
+		if err := f.check(ctx, tx); err != nil {
 			return err
 		}
 		if _, err := tx.NewDelete().Model((*utxoRow)(nil)).Where("wallet = ? AND height > ?", w.addr, fork).Exec(ctx); err != nil {
