@@ -16,7 +16,6 @@ import (
 
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/internal/processortest"
-	"github.com/payoutkit/payoutkit/processor/evm/evmtest"
 	"github.com/payoutkit/payoutkit/storage/postgres/pgtest"
 )
 
@@ -32,23 +31,6 @@ func testKey(t testing.TB) (*ecdsa.PrivateKey, *LocalKey) {
 		t.Fatal(err)
 	}
 	return k, lk
-}
-
-// deployData is the TestToken's creation code with its constructor's
-// arguments (decimals, supply).
-func deployData(t testing.TB, decimals uint8, supply *big.Int) []byte {
-	t.Helper()
-	code, err := hex.DecodeString(strings.TrimSpace(evmtest.TokenBin))
-	if err != nil {
-		t.Fatal(err)
-	}
-	code = append(code, common.LeftPadBytes([]byte{decimals}, 32)...)
-	return append(code, common.LeftPadBytes(supply.Bytes(), 32)...)
-}
-
-// refuseData is the calldata of TestToken.refuse(who).
-func refuseData(who common.Address) []byte {
-	return append(crypto.Keccak256([]byte("refuse(address)"))[:4], common.LeftPadBytes(who.Bytes(), 32)...)
 }
 
 // sendRaw signs and sends a transaction from key outside the processor
