@@ -1,8 +1,8 @@
 // Package processortest runs the engine in the tests of the processors
-// (processor/evm, processor/bitcoin): a store with, on the same database,
-// the *bun.DB a processor keeps its tables in; an engine with a funded
-// workspace; and the engine running a processor, its webhooks delivered to
-// a collector.
+// (processor/evm, processor/bitcoin, processor/sandbox): a store with, on
+// the same database, the *bun.DB a processor keeps its tables in; an
+// engine with a funded workspace; and the engine running a processor, its
+// webhooks delivered to a collector.
 package processortest
 
 import (
