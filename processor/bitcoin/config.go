@@ -12,6 +12,7 @@ import (
 	"github.com/btcsuite/btcd/chaincfg"
 	"github.com/shopspring/decimal"
 
+	"github.com/payoutkit/payoutkit/internal/durationsetting"
 	"github.com/payoutkit/payoutkit/internal/jsonstrict"
 )
 
@@ -271,14 +272,9 @@ func (fc FileConfig) settings() (Config, error) {
 		s    string
 		to   *time.Duration
 	}{{"batch_window", fc.BatchWindow, &c.BatchWindow}, {"max_quote_age", fc.MaxQuoteAge, &c.MaxQuoteAge}, {"replace_after", fc.ReplaceAfter, &c.ReplaceAfter}, {"poll_interval", fc.PollInterval, &c.PollInterval}, {"lease", fc.Lease, &c.Lease}} {
-		if d.s == "" {
-			continue
+		if err := durationsetting.Parse(d.name, d.s, d.to); err != nil {
+			return c, fmt.Errorf("bitcoin config: %w", err)
 		}
-		v, err := time.ParseDuration(d.s)
-		if err != nil || v <= 0 {
-			return c, fmt.Errorf("bitcoin config: %s must be a positive duration such as \"30s\"", d.name)
-		}
-		*d.to = v
 	}
 	if len(fc.Rates) > 0 {
 		rates := FixedRates{}

@@ -2,29 +2,18 @@ package bitcoin
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
-	"os"
 	"path/filepath"
-	"slices"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/btcsuite/btcd/chaincfg"
-	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 
 	"github.com/payoutkit/payoutkit"
 	"github.com/payoutkit/payoutkit/address"
-	"github.com/payoutkit/payoutkit/storage/postgres"
-	"github.com/payoutkit/payoutkit/storage/sqlite"
+	"github.com/payoutkit/payoutkit/internal/processortest"
+	"github.com/payoutkit/payoutkit/storage/postgres/pgtest"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -54,53 +43,18 @@ func engineCfg() *payoutkit.Config {
 // PAYOUTKIT_TEST_POSTGRES, over PostgreSQL.
 func eachEngine(t *testing.T, f func(t *testing.T, e *testEngine)) {
 	t.Run("sqlite", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "payoutkit.db")
-		store, err := sqlite.Open(context.Background(), path, sqlite.WithLogger(quiet))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { store.Close() })
-		db, err := OpenDSN(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
+		store, db := processortest.OpenSQLite(t, quiet)
 		f(t, fundedEngine(t, store, db))
 	})
 	t.Run("postgres", func(t *testing.T) {
-		dsn := postgresDSN(t)
-		store, err := postgres.Open(context.Background(), dsn, postgres.WithLogger(quiet))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { store.Close() })
-		db, err := OpenDSN(dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
+		store, db := processortest.OpenPostgres(t, pgtest.Postgres(t), quiet)
 		f(t, fundedEngine(t, store, db))
 	})
 }
 
 func fundedEngine(t testing.TB, store payoutkit.Store, db *bun.DB) *testEngine {
 	t.Helper()
-	ctx := context.Background()
-	eng, err := payoutkit.New(store, engineCfg())
-	if err != nil {
-		t.Fatal(err)
-	}
-	nw, err := eng.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Bitcoin test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws := nw.Workspace.ID
-	if _, _, err := eng.CreateOrder(ctx, ws, payoutkit.CreateOrderRequest{OrderID: "top-up", Amount: "10000000.00"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := eng.MarkOrderPaid(ctx, ws, "top-up"); err != nil {
-		t.Fatal(err)
-	}
+	eng, ws := processortest.FundedEngine(t, store, engineCfg(), "Bitcoin test", "10000000.00")
 	return &testEngine{Engine: eng, ws: ws, db: db, store: store}
 }
 
@@ -125,64 +79,15 @@ func (e *testEngine) status(t testing.TB, id string) payoutkit.Payout {
 	return p
 }
 
-// webhooks collects the event types delivered to the workspace's webhook
-// URL, by payout id.
-type webhooks struct {
-	mu     sync.Mutex
-	events map[string][]string
-}
-
-func (w *webhooks) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
-	var ev struct {
-		Type string `json:"type"`
-		Data struct {
-			PayoutID string `json:"payout_id"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&ev); err == nil {
-		w.mu.Lock()
-		w.events[ev.Data.PayoutID] = append(w.events[ev.Data.PayoutID], ev.Type)
-		w.mu.Unlock()
-	}
-	io.WriteString(rw, "success")
-}
-
-func (w *webhooks) has(payoutID, typ string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Contains(w.events[payoutID], typ)
-}
+// webhooks collects the webhooks run's engine delivers.
+type webhooks = processortest.Webhooks
 
 // run starts an engine over e's store with proc as its processor, its
 // loops and the processor's running, and webhooks delivered to the
 // returned collector; all stop at the test's end.
 func (e *testEngine) run(t testing.TB, proc *Processor) *webhooks {
 	t.Helper()
-	ctx := context.Background()
-	hooks := &webhooks{events: map[string][]string{}}
-	srv := httptest.NewServer(hooks)
-	t.Cleanup(srv.Close)
-	if _, err := e.SetWebhookURL(ctx, e.ws, srv.URL, payoutkit.ActorCLI); err != nil {
-		t.Fatal(err)
-	}
-	cfg := engineCfg()
-	cfg.Processor = proc
-	cfg.Delivery = payoutkit.DeliveryConfig{Notifier: &payoutkit.HTTPNotifier{AllowPrivate: true, Timeout: time.Second}, Lease: 2 * time.Second}
-	eng, err := payoutkit.New(e.store, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := proc.Start(ctx, eng); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		proc.Stop(ctx)
-		eng.Stop(ctx)
-	})
-	return hooks
+	return processortest.Run(t, e.store, e.ws, engineCfg(), proc)
 }
 
 // eachDB runs f on a fresh SQLite database and, with
@@ -194,64 +99,13 @@ func eachDB(t *testing.T, f func(t *testing.T, db *bun.DB)) {
 
 func sqliteDB(t testing.TB) *bun.DB {
 	t.Helper()
-	db, err := OpenDSN(filepath.Join(t.TempDir(), "payoutkit.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return processortest.OpenDB(t, filepath.Join(t.TempDir(), "payoutkit.db"))
 }
 
-// postgresDB opens a schema of the test's own (postgresDSN).
+// postgresDB opens a schema of the test's own.
 func postgresDB(t testing.TB) *bun.DB {
 	t.Helper()
-	db, err := OpenDSN(postgresDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-// postgresDSN makes a schema of the test's own in the database of
-// PAYOUTKIT_TEST_POSTGRES and returns a DSN using it, or skips without it
-// (fails under CI=true).
-func postgresDSN(t testing.TB) string {
-	t.Helper()
-	dsn := os.Getenv("PAYOUTKIT_TEST_POSTGRES")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("PAYOUTKIT_TEST_POSTGRES is not set")
-		}
-		t.Skip("PAYOUTKIT_TEST_POSTGRES is not set")
-	}
-	ctx := context.Background()
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "btc_" + hex.EncodeToString(b[:])
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), dsn)
-		if err == nil {
-			c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-			c.Close(context.Background())
-		}
-	})
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return processortest.OpenDB(t, pgtest.Postgres(t))
 }
 
 // payoutSubmission is the Submission of an existing payout.

@@ -22,6 +22,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/internal/loop"
 )
 
 // FeeEstimator is a node that estimates fee rates (bitcoind's
@@ -63,9 +64,7 @@ type Processor struct {
 	warnMu   sync.Mutex
 	warnedAt time.Time
 
-	loopMu sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	loop loop.Runner
 }
 
 var _ payoutkit.Processor = (*Processor)(nil)
@@ -252,50 +251,24 @@ func (p *Processor) at(point string) {
 // transactions with enough confirmations through settler, broadcasts
 // stored transactions not yet mined, and builds a batch when one is due.
 func (p *Processor) Start(ctx context.Context, settler payoutkit.Settler) error {
-	p.loopMu.Lock()
-	defer p.loopMu.Unlock()
-	if p.cancel != nil {
+	started := p.loop.Start(ctx, p.cfg.PollInterval, p.wake, func(ctx context.Context) {
+		if err := p.Tick(ctx, settler); err != nil && ctx.Err() == nil {
+			p.log.Warn("bitcoin loop", "err", err)
+		}
+	})
+	if !started {
 		return errors.New("bitcoin: the processor's loop is already running")
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	p.cancel, p.done = cancel, done
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(p.cfg.PollInterval)
-		defer tick.Stop()
-		for {
-			if err := p.Tick(ctx, settler); err != nil && ctx.Err() == nil {
-				p.log.Warn("bitcoin loop", "err", err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			case <-p.wake:
-			}
-		}
-	}()
 	return nil
 }
 
 // Stop ends the loop Start began, waits for it (or for ctx), and gives up
 // the wallet's lease so that another process takes over at once.
 func (p *Processor) Stop(ctx context.Context) error {
-	p.loopMu.Lock()
-	cancel, done := p.cancel, p.done
-	p.cancel, p.done = nil, nil
-	p.loopMu.Unlock()
-	if cancel == nil {
-		return nil
+	if stopped, err := p.loop.Stop(ctx); !stopped {
+		return err
 	}
-	cancel()
-	select {
-	case <-done:
-		return p.releaseLease(ctx)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return p.releaseLease(ctx)
 }
 
 // Tick is one round of the loop: take or renew the wallet's lease, and, as

@@ -91,7 +91,7 @@ func (r *btcdRig) settled(t *testing.T, id string) payoutkit.Payout {
 	if p.Status == payoutkit.PayoutFailed {
 		want = "payout.failed"
 	}
-	btcdtest.Wait(t, time.Minute, "the "+want+" webhook of "+id, func() bool { return r.hooks.has(id, want) })
+	btcdtest.Wait(t, time.Minute, "the "+want+" webhook of "+id, func() bool { return r.hooks.Has(id, want) })
 	return p
 }
 

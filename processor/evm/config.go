@@ -12,6 +12,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/shopspring/decimal"
 
+	"github.com/payoutkit/payoutkit/internal/durationsetting"
 	"github.com/payoutkit/payoutkit/internal/jsonstrict"
 )
 
@@ -130,14 +131,9 @@ func (fc FileConfig) settings() (Config, error) {
 		s    string
 		to   *time.Duration
 	}{{"replace_after", fc.ReplaceAfter, &c.ReplaceAfter}, {"poll_interval", fc.PollInterval, &c.PollInterval}, {"funds_backoff", fc.FundsBackoff, &c.FundsBackoff}} {
-		if d.s == "" {
-			continue
+		if err := durationsetting.Parse(d.name, d.s, d.to); err != nil {
+			return c, fmt.Errorf("evm config: %w", err)
 		}
-		v, err := time.ParseDuration(d.s)
-		if err != nil || v <= 0 {
-			return c, fmt.Errorf("evm config: %s must be a positive duration such as \"90s\"", d.name)
-		}
-		*d.to = v
 	}
 	rates := FixedRates{}
 	for t, s := range fc.Rates {

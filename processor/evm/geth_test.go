@@ -12,7 +12,9 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/internal/processortest"
 	"github.com/payoutkit/payoutkit/processor/evm/evmtest"
+	"github.com/payoutkit/payoutkit/storage/postgres/pgtest"
 )
 
 // gethRig is a geth --dev node with a funded hot wallet holding the test
@@ -66,7 +68,7 @@ func (g *gethRig) settled(t *testing.T, id string) payoutkit.Payout {
 	if p.Status == payoutkit.PayoutFailed {
 		want = "payout.failed"
 	}
-	evmtest.Wait(t, time.Minute, "the "+want+" webhook of "+id, func() bool { return g.hooks.has(id, want) })
+	evmtest.Wait(t, time.Minute, "the "+want+" webhook of "+id, func() bool { return g.hooks.Has(id, want) })
 	return p
 }
 
@@ -177,7 +179,7 @@ func TestGethStuckTransactionIsReplacedAndCompletesOnce(t *testing.T) {
 // on one PostgreSQL database and one hot wallet pay 200 payouts: 200
 // transfers, 200 distinct nonces.
 func TestGethTwoInstancesOneWallet(t *testing.T) {
-	dsn := postgresSchema(t)
+	dsn := pgtest.Postgres(t)
 	node := evmtest.Start(t)
 	_, hot := testKey(t)
 	node.Fund(t, hot.Address(), evmtest.Ether(10))
@@ -190,7 +192,7 @@ func TestGethTwoInstancesOneWallet(t *testing.T) {
 	}
 	var first *testEngine
 	for i := range 2 {
-		store, db := openPostgres(t, dsn)
+		store, db := processortest.OpenPostgres(t, dsn, quiet)
 		e := &testEngine{db: db, store: store}
 		if i == 0 {
 			e = fundedEngine(t, store, db, nil)

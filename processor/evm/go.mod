@@ -5,7 +5,6 @@ go 1.26.0
 require (
 	github.com/ethereum/go-ethereum v1.17.10
 	github.com/google/go-cmp v0.7.0
-	github.com/jackc/pgx/v5 v5.12.0
 	github.com/payoutkit/payoutkit v0.0.0
 	github.com/shopspring/decimal v1.6.0
 	github.com/uptrace/bun v1.3.0
@@ -68,6 +67,7 @@ require (
 	github.com/huin/goupnp v1.3.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/pgx/v5 v5.12.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/jackpal/go-nat-pmp v1.0.2 // indirect
 	github.com/jinzhu/inflection v1.0.0 // indirect

@@ -20,6 +20,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/internal/loop"
 )
 
 // Backend is what the processor asks of an EVM node. *ethclient.Client
@@ -88,9 +89,7 @@ type Processor struct {
 	warnMu   sync.Mutex
 	warnedAt map[string]time.Time
 
-	loopMu sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	loop loop.Runner
 }
 
 var _ payoutkit.Processor = (*Processor)(nil)

@@ -18,6 +18,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/processor/evm/evmtest"
 )
 
 // sim is a processor on go-ethereum's simulated backend with a funded hot
@@ -46,7 +47,7 @@ func newSim(t *testing.T, walletWei *big.Int) *sim {
 	s := &sim{t: t, backend: b, client: b.Client(), key: key, signer: signer, now: time.Now()}
 	ctx := context.Background()
 	if walletWei.Cmp(big.NewInt(params.Ether)) >= 0 {
-		h := sendRaw(t, ctx, s.client, key, nil, new(big.Int), deployData(t, 6, big.NewInt(1_000_000_000_000)), 2_000_000)
+		h := sendRaw(t, ctx, s.client, key, nil, new(big.Int), evmtest.DeployData(6, big.NewInt(1_000_000_000_000)), 2_000_000)
 		b.Commit()
 		r, err := s.client.TransactionReceipt(ctx, h)
 		if err != nil || r.Status != types.ReceiptStatusSuccessful {
@@ -189,7 +190,7 @@ func TestTokenPayoutMovesExactlyTheAssetAmount(t *testing.T) {
 func TestRevertedTransferFailsThePayoutAndCreditsItBack(t *testing.T) {
 	s := newSim(t, ether(100))
 	to := recipient(t)
-	h := sendRaw(t, context.Background(), s.client, s.key, &s.token, new(big.Int), refuseData(to), 500_000)
+	h := sendRaw(t, context.Background(), s.client, s.key, &s.token, new(big.Int), evmtest.RefuseData(to), 500_000)
 	s.backend.Commit()
 	if r, err := s.client.TransactionReceipt(context.Background(), h); err != nil || r.Status != types.ReceiptStatusSuccessful {
 		t.Fatalf("refuse: %v %+v", err, r)

@@ -23,46 +23,16 @@ import (
 // database: settling twice is refused by the engine, and a replacement is
 // signed by one of them only.
 func (p *Processor) Start(ctx context.Context, settler payoutkit.Settler) error {
-	p.loopMu.Lock()
-	defer p.loopMu.Unlock()
-	if p.cancel != nil {
+	if !p.loop.Start(ctx, p.cfg.PollInterval, nil, func(ctx context.Context) { p.Watch(ctx, settler) }) {
 		return errors.New("evm: the watcher is already running")
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	p.cancel, p.done = cancel, done
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(p.cfg.PollInterval)
-		defer tick.Stop()
-		for {
-			p.Watch(ctx, settler)
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
 	return nil
 }
 
 // Stop ends the watcher Start began and waits for it, or for ctx.
 func (p *Processor) Stop(ctx context.Context) error {
-	p.loopMu.Lock()
-	cancel, done := p.cancel, p.done
-	p.cancel, p.done = nil, nil
-	p.loopMu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	_, err := p.loop.Stop(ctx)
+	return err
 }
 
 // Watch looks at every unsettled transfer once (what the watcher does each

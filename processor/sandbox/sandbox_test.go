@@ -12,6 +12,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/payoutkit/payoutkit"
+	"github.com/payoutkit/payoutkit/internal/processortest"
 	"github.com/payoutkit/payoutkit/processor/sandbox"
 	"github.com/payoutkit/payoutkit/storage/memstore"
 )
@@ -22,23 +23,7 @@ const ethAddress = "0x52908400098527886E0F7030069857D2E4169EE7"
 // with amount available.
 func fundedEngine(t *testing.T, store payoutkit.Store, now time.Time, amount string) (*payoutkit.Engine, string) {
 	t.Helper()
-	eng, err := payoutkit.New(store, &payoutkit.Config{PasswordCost: bcrypt.MinCost, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	nw, err := eng.CreateWorkspace(ctx, payoutkit.CreateWorkspaceRequest{Name: "Acme"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws := nw.Workspace.ID
-	if _, _, err := eng.CreateOrder(ctx, ws, payoutkit.CreateOrderRequest{OrderID: "fund", Amount: amount}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := eng.MarkOrderPaid(ctx, ws, "fund"); err != nil {
-		t.Fatal(err)
-	}
-	return eng, ws
+	return processortest.FundedEngine(t, store, &payoutkit.Config{PasswordCost: bcrypt.MinCost, Now: func() time.Time { return now }}, "Acme", amount)
 }
 
 func str(d decimal.NullDecimal) string {

@@ -12,14 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +23,8 @@ import (
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/ethclient"
+
+	"github.com/payoutkit/payoutkit/internal/noderig"
 )
 
 //go:generate ./testdata/compile.sh
@@ -47,15 +44,12 @@ const DevKey = "b71c71a67e1177ad4e901695e1b4b9ee17ae16c6668d313eac2f96dbcda3f291
 // ChainID is geth --dev's chain id.
 const ChainID = 1337
 
-// defaultGethVersion is go-ethereum's version when the test binary does
-// not record it.
-const defaultGethVersion = "v1.17.10"
-
-var (
-	buildOnce sync.Once
-	buildPath string
-	buildErr  error
-)
+// geth is geth's program, built from the version of the go-ethereum
+// module this package depends on.
+var geth = &noderig.Binary{
+	Name: "geth", Env: "PAYOUTKIT_GETH",
+	Module: "github.com/ethereum/go-ethereum", Package: "github.com/ethereum/go-ethereum/cmd/geth", DefaultVersion: "v1.17.10",
+}
 
 // GethBinary returns a geth binary: $PAYOUTKIT_GETH when set, otherwise
 // <user cache dir>/payoutkit/geth-<version>/geth, built there with `go
@@ -63,47 +57,7 @@ var (
 // is skipped with the reason, unless CI=true: then it fails.
 func GethBinary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() { buildPath, buildErr = gethBinary() })
-	if buildErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("geth is needed and could not be built: %v", buildErr)
-		}
-		t.Skipf("skipping: geth could not be built (set PAYOUTKIT_GETH to a geth binary, or let `go install` reach the module proxy): %v", buildErr)
-	}
-	return buildPath
-}
-
-func gethBinary() (string, error) {
-	if p := os.Getenv("PAYOUTKIT_GETH"); p != "" {
-		return p, nil
-	}
-	version := defaultGethVersion
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			if d.Path == "github.com/ethereum/go-ethereum" && d.Version != "" && d.Version != "(devel)" {
-				version = d.Version
-			}
-		}
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(cache, "payoutkit", "geth-"+version)
-	bin := filepath.Join(dir, "geth")
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	cmd := exec.Command("go", "install", "github.com/ethereum/go-ethereum/cmd/geth@"+version)
-	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOWORK=off", "GOFLAGS=")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go install geth@%s: %v\n%s", version, err, out)
-	}
-	return bin, nil
+	return geth.Path(t)
 }
 
 // Node is a running geth --dev.
@@ -121,67 +75,30 @@ type Node struct {
 func Start(t testing.TB) *Node {
 	t.Helper()
 	bin := GethBinary(t)
-	httpPort, authPort := freePort(t), freePort(t)
+	httpPort, authPort := noderig.FreePort(t), noderig.FreePort(t)
 	dir := t.TempDir()
-	cmd := exec.Command(bin, "--dev", "--datadir", dir,
+	proc := noderig.Start(t, "geth", bin, []string{"--dev", "--datadir", dir,
 		"--http", "--http.addr", "127.0.0.1", "--http.port", strconv.Itoa(httpPort), "--http.api", "eth,net,web3,txpool",
 		"--authrpc.addr", "127.0.0.1", "--authrpc.port", strconv.Itoa(authPort),
 		"--port", "0", "--nodiscover", "--maxpeers", "0", "--ipcdisable", "--verbosity", "2",
-		"--txpool.pricelimit", "1", "--dev.period", "1")
-	logf, err := os.Create(filepath.Join(dir, "geth.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		logf.Close()
-		if t.Failed() {
-			if b, err := os.ReadFile(logf.Name()); err == nil {
-				t.Logf("geth's log:\n%s", tail(string(b), 4000))
-			}
-		}
-	})
+		"--txpool.pricelimit", "1", "--dev.period", "1"},
+		filepath.Join(dir, "geth.log"))
 	n := &Node{URL: fmt.Sprintf("http://127.0.0.1:%d", httpPort)}
 	n.Dev, _ = crypto.HexToECDSA(DevKey)
-	deadline := time.Now().Add(time.Minute)
-	for {
+	proc.WaitReady(t, n.URL, func() error {
 		c, err := ethclient.Dial(n.URL)
-		if err == nil {
-			if _, err = c.BlockNumber(context.Background()); err == nil {
-				n.Client = c
-				t.Cleanup(c.Close)
-				return n
-			}
+		if err != nil {
+			return err
+		}
+		if _, err := c.BlockNumber(context.Background()); err != nil {
 			c.Close()
+			return err
 		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logf.Name())
-			t.Fatalf("geth did not answer on %s: %v\n%s", n.URL, err, tail(string(b), 4000))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+		n.Client = c
+		return nil
+	})
+	t.Cleanup(n.Client.Close)
+	return n
 }
 
 // Send signs a transaction from key (a deployment when to is nil), sends
@@ -314,13 +231,7 @@ func Ether(n int64) *big.Int {
 // the test with what.
 func Wait(t testing.TB, wait time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", wait, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	noderig.Wait(t, wait, what, cond)
 }
 
 func callMsg(to common.Address, data []byte) ethereum.CallMsg {
