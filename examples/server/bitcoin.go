@@ -88,6 +88,9 @@ var bitcoinDescs = map[string]*prometheus.Desc{
 	"failed":     prometheus.NewDesc("payoutkit_bitcoin_failed_total", "Bitcoin payouts refused (another network, dust).", nil, nil),
 	"waiting":    prometheus.NewDesc("payoutkit_bitcoin_waiting_for_funds_total", "Bitcoin batches cut short or put off because the hot wallet could not pay them.", nil, nil),
 	"conflicted": prometheus.NewDesc("payoutkit_bitcoin_conflicted_total", "Bitcoin batches whose inputs were spent elsewhere, their payouts queued again.", nil, nil),
+	"broadcasts": prometheus.NewDesc("payoutkit_bitcoin_broadcasts_total", "Bitcoin transactions broadcast, first or again.", nil, nil),
+	"leases":     prometheus.NewDesc("payoutkit_bitcoin_leases_total", "Times this instance took the hot wallet's lease.", nil, nil),
+	"leader":     prometheus.NewDesc("payoutkit_bitcoin_lease_holder", "1 when this instance holds the hot wallet's lease and runs its loop, else 0.", nil, nil),
 }
 
 func (c bitcoinCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -99,9 +102,14 @@ func (c bitcoinCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c bitcoinCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.p.Stats()
 	for k, v := range map[string]int64{"queued": s.Queued, "batches": s.Batches, "bumps": s.Bumps, "completed": s.Completed,
-		"failed": s.Failed, "waiting": s.WaitingForFunds, "conflicted": s.Conflicted} {
+		"failed": s.Failed, "waiting": s.WaitingForFunds, "conflicted": s.Conflicted, "broadcasts": s.Broadcasts, "leases": s.Leases} {
 		ch <- prometheus.MustNewConstMetric(bitcoinDescs[k], prometheus.CounterValue, float64(v))
 	}
+	leader := 0.0
+	if s.Leader {
+		leader = 1
+	}
+	ch <- prometheus.MustNewConstMetric(bitcoinDescs["leader"], prometheus.GaugeValue, leader)
 }
 
 // explorerLinker is a rail that links a txid on a network to a block

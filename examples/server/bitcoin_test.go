@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -361,7 +362,8 @@ func TestBitcoinTwoInstancesOneWallet(t *testing.T) {
 	rig := newBitcoinRig(t, func(c *bitcoin.FileConfig) { c.MaxBatchSize = 25; c.Lease = "10s" })
 	ws := newFaultWorkspace(t, dsn, "")
 	args := []string{"-db", dsn, "-processor", "bitcoin", "-bitcoin-config", rig.config, "-delivery-lease", "2s"}
-	a, b := startProc(t, args...), startProc(t, args...)
+	metrics := []string{freeAddr(t), freeAddr(t)}
+	a, b := startProc(t, append(args, "-metrics-addr", metrics[0])...), startProc(t, append(args, "-metrics-addr", metrics[1])...)
 	urls := []string{a.url, b.url}
 	fund(t, a.url, ws.key, "o1", "30000.00")
 
@@ -383,6 +385,23 @@ func TestBitcoinTwoInstancesOneWallet(t *testing.T) {
 	if storedA+storedB != len(txs) || min(storedA, storedB) != 0 || lost != 0 || leases != 1 {
 		t.Errorf("batches stored %d and %d for %d transactions, %d lost, the lease taken %d times: want one instance building them all",
 			storedA, storedB, len(txs), lost, leases)
+	}
+	// Each instance's /metrics says whether it holds the lease: one does.
+	var holders, taken float64
+	for _, m := range metrics {
+		fams, err := scrape(t, "http://"+m+"/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, ok1 := value(fams, "payoutkit_bitcoin_lease_holder")
+		l, ok2 := value(fams, "payoutkit_bitcoin_leases_total")
+		if !ok1 || !ok2 {
+			t.Fatalf("%s: no lease metrics", m)
+		}
+		holders, taken = holders+h, taken+l
+	}
+	if holders != 1 || taken != 1 {
+		t.Errorf("lease holders %v, leases taken %v: want 1 and 1", holders, taken)
 	}
 }
 
@@ -550,4 +569,16 @@ func TestEVMAndBitcoinRails(t *testing.T) {
 func btcWait(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	btcdtest.Wait(t, time.Minute, what, cond)
+}
+
+// freeAddr is a loopback address no one listens on, for a child server's
+// -metrics-addr (which names no port back).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
