@@ -273,8 +273,8 @@ func (p *Processor) Stop(ctx context.Context) error {
 
 // Tick is one round of the loop: take or renew the wallet's lease, and, as
 // its holder, scan, settle, watch settled transactions a reorg took away,
-// release conflicted batches, bump, rebroadcast, batch. A processor that does not hold the lease does nothing: another
-// process runs the wallet.
+// release conflicted batches, bump, rebroadcast, batch. A processor that
+// does not hold the lease does nothing: another process runs the wallet.
 func (p *Processor) Tick(ctx context.Context, settler payoutkit.Settler) error {
 	if held, err := p.takeLease(ctx); err != nil || !held {
 		return err
