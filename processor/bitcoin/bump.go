@@ -172,7 +172,7 @@ func (p *Processor) bumpOne(ctx context.Context, t txRow) error {
 		return err
 	}
 	row := txRow{
-		TxID: tx.TxHash().String(), BatchID: t.BatchID, Attempt: t.Attempt + 1, Wallet: t.Wallet, Raw: raw.Bytes(),
+		TxID: tx.TxHash().String(), BatchID: t.BatchID, Wallet: t.Wallet, Raw: raw.Bytes(),
 		Fee: fee, FeeRate: rate, Weight: weight, State: statePending, CreatedAt: p.cfg.Now().UnixMilli(),
 	}
 	stored := false
@@ -185,6 +185,13 @@ func (p *Processor) bumpOne(ctx context.Context, t txRow) error {
 		}
 		for _, l := range latest {
 			if l.BatchID == t.BatchID && l.TxID == t.TxID {
+				// The batch's next attempt: after a conflicted bump, t is
+				// not the batch's highest.
+				var last int
+				if err := dbtx.NewSelect().Model((*txRow)(nil)).ColumnExpr("MAX(attempt)").Where("batch_id = ?", t.BatchID).Scan(ctx, &last); err != nil {
+					return err
+				}
+				row.Attempt = last + 1
 				res, err := dbtx.NewInsert().Model(&row).On("CONFLICT DO NOTHING").Exec(ctx)
 				if err != nil {
 					return err

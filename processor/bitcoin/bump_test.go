@@ -10,6 +10,7 @@ import (
 
 	"github.com/btcsuite/btcd/chaincfg"
 	"github.com/btcsuite/btcd/chaincfg/chainhash"
+	"github.com/btcsuite/btcd/txscript"
 	"github.com/btcsuite/btcd/wire"
 
 	"github.com/payoutkit/payoutkit"
@@ -233,7 +234,9 @@ func TestBtcdFeeBump(t *testing.T) {
 // the higher fee needs another of the wallet's outputs. The first bump,
 // with its added input, confirms, and that input is spent. The second
 // batch's bump is stored but its first transaction confirms instead: the
-// input the bump added goes back to the wallet. Each payout is paid once.
+// input the bump added goes back to the wallet. A third batch's bump has
+// its added input spent elsewhere: only that bump is conflicted, and the
+// batch's next bump confirms. Each payout is paid once.
 func TestBtcdFeeBumpAddsInput(t *testing.T) {
 	t.Parallel() // each test runs a btcd of its own
 	eachEngine(t, func(t *testing.T, e *testEngine) {
@@ -325,7 +328,40 @@ func TestBtcdFeeBumpAddsInput(t *testing.T) {
 		if u := reservedBy(added); u.ReservedBy != "" || u.SpentTxID != "" {
 			t.Fatalf("the input the unsent bump added: %+v", u)
 		}
-		for _, id := range []string{"a", "b"} {
+		// The input a stored bump added is spent elsewhere (the key used
+		// outside the processor): only that bump is conflicted, the first
+		// transaction stands, and its next bump, with another input, is the
+		// batch's third attempt and confirms.
+		sub, first = batch("c")
+		tick() // the node still down: the bump is stored, not sent
+		txs = batchTxs(t, e, first.BatchID)
+		added = decodeTx(t, txs[1].Raw).TxIn[1].PreviousOutPoint
+		u := reservedBy(added)
+		elsewhere, _ := txscript.PayToAddrScript(payees(t, &chaincfg.RegressionNetParams)[0])
+		foreign := wire.NewMsgTx(2)
+		foreign.AddTxIn(wire.NewTxIn(&added, nil, nil))
+		foreign.AddTxOut(wire.NewTxOut(u.Value-100_000, elsewhere))
+		if err := r.key.SignTx(ctx, foreign, []*wire.TxOut{wire.NewTxOut(u.Value, u.PkScript)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.node.Client.SendRawTransaction(foreign, false); err != nil {
+			t.Fatal(err)
+		}
+		r.node.Generate(t, 2) // the foreign spend Confirmations deep
+		tick()                // the bump conflicted; the first transaction bumped again
+		flaky.down.Store(false)
+		tick() // the new bump sent
+		r.node.Generate(t, 2)
+		tick()
+		txs = batchTxs(t, e, first.BatchID)
+		if len(txs) != 3 || txs[0].State != stateReplaced || txs[1].State != stateConflicted || txs[2].State != stateConfirmed ||
+			txs[2].Attempt != 3 || decodeTx(t, txs[2].Raw).TxIn[1].PreviousOutPoint == added {
+			t.Fatalf("after the added input's conflict: %+v", txs)
+		}
+		if p := e.status(t, sub.PayoutID); p.Status != payoutkit.PayoutCompleted || p.TxID != txs[2].TxID {
+			t.Fatalf("payout c: %+v", p)
+		}
+		for _, id := range []string{"a", "b", "c"} {
 			script, _ := PayeeScript(e.status(t, id).Address, &chaincfg.RegressionNetParams)
 			if n := outputsTo(t, r, script, btcdtest.ActivationHeight+1); n != 1 {
 				t.Fatalf("%s paid %d times", id, n)
