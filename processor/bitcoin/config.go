@@ -143,9 +143,9 @@ type Config struct {
 	// processes paying from one wallet on one database, only the lease's
 	// holder runs the loop (scans, settles, bumps, broadcasts, batches); it
 	// renews the lease every round and gives it up at Stop, and another
-	// process takes it over once it has lapsed (a crash: a restarted
-	// process waits that long too). Default 15 seconds, and at least three
-	// PollIntervals.
+	// process takes it over once it has lapsed (a crash), or at once when
+	// the holder was a process of the same host that no longer runs.
+	// Default 15 seconds, and at least three PollIntervals.
 	Lease time.Duration
 	// Logger receives the processor's log lines. Default slog.Default().
 	Logger *slog.Logger

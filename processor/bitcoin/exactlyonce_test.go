@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -406,6 +408,44 @@ func TestBtcdReorg(t *testing.T) {
 		}
 		if s := r.proc.Stats(); s.Batches != 1 || s.Completed != 2 {
 			t.Fatalf("stats %+v", s)
+		}
+	})
+}
+
+// TestLeaseFromAProcessThatDied gives the wallet's lease, far from lapsing,
+// to a process of this host that has exited (a crashed server): a new
+// processor takes it over at its first round. A lease of a process that
+// runs, or of another host, it leaves alone.
+func TestLeaseFromAProcessThatDied(t *testing.T) {
+	t.Parallel() // each test runs a btcd of its own
+	ctx := context.Background()
+	eachEngine(t, func(t *testing.T, e *testEngine) {
+		proc := newBtcdRig(t, e, nil).proc
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		gone := exec.Command(exe, "-test.run=^$")
+		if err := gone.Run(); err != nil {
+			t.Fatal(err)
+		}
+		host, _ := os.Hostname()
+		for _, c := range []struct {
+			holder string
+			taken  bool
+		}{
+			{fmt.Sprintf("%s/%d/0badc0de", host, os.Getppid()), false},             // alive
+			{fmt.Sprintf("another-%s/%d/0badc0de", host, gone.Process.Pid), false}, // elsewhere
+			{fmt.Sprintf("%s/%d/0badc0de", host, gone.Process.Pid), true},          // exited
+		} {
+			lease := leaseRow{Wallet: proc.Wallet().Address(), Holder: c.holder, ExpiresAt: time.Now().Add(time.Hour).UnixMilli()}
+			if _, err := e.db.NewInsert().Model(&lease).On("CONFLICT (wallet) DO UPDATE").Set("holder = EXCLUDED.holder").Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+			held, err := proc.takeLease(ctx)
+			if err != nil || held != c.taken {
+				t.Fatalf("lease of %s: taken %v, %v; want %v", c.holder, held, err, c.taken)
+			}
 		}
 	})
 }

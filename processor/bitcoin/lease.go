@@ -3,9 +3,14 @@ package bitcoin
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/uptrace/bun"
 )
@@ -61,6 +66,11 @@ func (p *Processor) takeLease(ctx context.Context) (bool, error) {
 	}
 	n, _ := res.RowsAffected()
 	held := n == 1
+	if !held {
+		if held, err = p.takeFromDead(ctx, now); err != nil {
+			return false, err
+		}
+	}
 	if held != p.leased.Swap(held) {
 		if held {
 			p.stats.leases.Add(1)
@@ -70,6 +80,49 @@ func (p *Processor) takeLease(ctx context.Context) (bool, error) {
 		}
 	}
 	return held, nil
+}
+
+// takeFromDead takes the wallet's lease over from a holder that was a
+// process of this host which no longer runs: a server that crashed and was
+// restarted resumes its wallet at once, not once its old lease lapses.
+// Anything else about the holder (another host, a process alive or
+// unknown) leaves the lease to lapse.
+func (p *Processor) takeFromDead(ctx context.Context, now time.Time) (bool, error) {
+	var cur leaseRow
+	if err := p.db.NewSelect().Model(&cur).Where("wallet = ?", p.wallet.Address()).Scan(ctx); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, nil
+		}
+		return false, fmt.Errorf("bitcoin: the wallet's lease: %w", err)
+	}
+	if !diedOnThisHost(cur.Holder) {
+		return false, nil
+	}
+	res, err := p.db.NewUpdate().Model((*leaseRow)(nil)).Set("holder = ?", p.holder).Set("expires_at = ?", now.Add(p.cfg.Lease).UnixMilli()).
+		Where("wallet = ? AND holder = ?", cur.Wallet, cur.Holder).Exec(ctx)
+	if err != nil {
+		return false, fmt.Errorf("bitcoin: the wallet's lease: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	if n == 1 {
+		p.log.Info("bitcoin wallet lease taken over from a process of this host that no longer runs", "wallet", cur.Wallet, "was", cur.Holder)
+	}
+	return n == 1, nil
+}
+
+// diedOnThisHost reports whether holder (newHolder's host/pid/random) names
+// a process of this host, not this one, that no longer runs.
+func diedOnThisHost(holder string) bool {
+	host, _ := os.Hostname()
+	parts := strings.Split(holder, "/")
+	if len(parts) != 3 || parts[0] != host {
+		return false
+	}
+	pid, err := strconv.Atoi(parts[1])
+	if err != nil || pid <= 0 || pid == os.Getpid() {
+		return false
+	}
+	return !processRuns(pid)
 }
 
 // holdLease is the fence of a storing transaction: it fails with errLost
