@@ -10,7 +10,6 @@ import (
 
 	"github.com/btcsuite/btcd/chaincfg"
 	"github.com/btcsuite/btcd/chaincfg/chainhash"
-	"github.com/btcsuite/btcd/txscript"
 	"github.com/btcsuite/btcd/wire"
 
 	"github.com/payoutkit/payoutkit"
@@ -336,17 +335,7 @@ func TestBtcdFeeBumpAddsInput(t *testing.T) {
 		tick() // the node still down: the bump is stored, not sent
 		txs = batchTxs(t, e, first.BatchID)
 		added = decodeTx(t, txs[1].Raw).TxIn[1].PreviousOutPoint
-		u := reservedBy(added)
-		elsewhere, _ := txscript.PayToAddrScript(payees(t, &chaincfg.RegressionNetParams)[0])
-		foreign := wire.NewMsgTx(2)
-		foreign.AddTxIn(wire.NewTxIn(&added, nil, nil))
-		foreign.AddTxOut(wire.NewTxOut(u.Value-100_000, elsewhere))
-		if err := r.key.SignTx(ctx, foreign, []*wire.TxOut{wire.NewTxOut(u.Value, u.PkScript)}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := r.node.Client.SendRawTransaction(foreign, false); err != nil {
-			t.Fatal(err)
-		}
+		r.spendElsewhere(t, e, added)
 		r.node.Generate(t, 2) // the foreign spend Confirmations deep
 		tick()                // the bump conflicted; the first transaction bumped again
 		flaky.down.Store(false)

@@ -48,21 +48,7 @@ func TestBtcdConflict(t *testing.T) {
 
 		// Someone with the key spends the batch's first input elsewhere,
 		// at a higher fee: it replaces the batch's transaction.
-		in := batchTx.TxIn[0].PreviousOutPoint
-		var u utxoRow
-		if err := e.db.NewSelect().Model(&u).Where("txid = ? AND vout = ?", in.Hash.String(), int64(in.Index)).Scan(ctx); err != nil {
-			t.Fatal(err)
-		}
-		elsewhere, _ := txscript.PayToAddrScript(payees(t, &chaincfg.RegressionNetParams)[2])
-		foreign := wire.NewMsgTx(2)
-		foreign.AddTxIn(wire.NewTxIn(&in, nil, nil))
-		foreign.AddTxOut(wire.NewTxOut(u.Value-100_000, elsewhere))
-		if err := r.key.SignTx(ctx, foreign, []*wire.TxOut{wire.NewTxOut(u.Value, u.PkScript)}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := r.node.Client.SendRawTransaction(foreign, false); err != nil {
-			t.Fatalf("the conflicting spend: %v", err)
-		}
+		r.spendElsewhere(t, e, batchTx.TxIn[0].PreviousOutPoint)
 		r.node.Generate(t, 1)
 		if err := r.proc.Tick(ctx, e); err != nil {
 			t.Fatal(err)
@@ -106,4 +92,26 @@ func TestBtcdConflict(t *testing.T) {
 			t.Fatalf("%d outputs still reserved by the conflicted batch", n)
 		}
 	})
+}
+
+// spendElsewhere spends one of the wallet's outputs with its key outside
+// the processor (to another address, at a fee of 100,000 satoshis) and
+// broadcasts it.
+func (r *btcdRig) spendElsewhere(t *testing.T, e *testEngine, out wire.OutPoint) {
+	t.Helper()
+	ctx := context.Background()
+	var u utxoRow
+	if err := e.db.NewSelect().Model(&u).Where("txid = ? AND vout = ?", out.Hash.String(), int64(out.Index)).Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere, _ := txscript.PayToAddrScript(payees(t, &chaincfg.RegressionNetParams)[2])
+	tx := wire.NewMsgTx(2)
+	tx.AddTxIn(wire.NewTxIn(&out, nil, nil))
+	tx.AddTxOut(wire.NewTxOut(u.Value-100_000, elsewhere))
+	if err := r.key.SignTx(ctx, tx, []*wire.TxOut{wire.NewTxOut(u.Value, u.PkScript)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.node.Client.SendRawTransaction(tx, false); err != nil {
+		t.Fatalf("the spend elsewhere: %v", err)
+	}
 }
