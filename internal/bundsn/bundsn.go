@@ -16,6 +16,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the PostgreSQL driver
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"github.com/uptrace/bun/migrate"
@@ -74,4 +75,25 @@ func migrateOnce(ctx context.Context, m *migrate.Migrator) error {
 	defer m.Unlock(context.WithoutCancel(ctx)) //nolint:errcheck // the lock row goes either way
 	_, err := m.Migrate(ctx)
 	return err
+}
+
+// ExecAll runs a migration's statements in one database transaction.
+func ExecAll(ctx context.Context, db *bun.DB, stmts ...string) error {
+	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		for _, q := range stmts {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Blob is db's column type for raw bytes: BYTEA on PostgreSQL, BLOB on
+// SQLite.
+func Blob(db *bun.DB) string {
+	if db.Dialect().Name() == dialect.PG {
+		return "BYTEA"
+	}
+	return "BLOB"
 }

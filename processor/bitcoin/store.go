@@ -155,11 +155,11 @@ func Migrate(ctx context.Context, db *bun.DB) error {
 func migrations() []migrate.Migration {
 	init := migrate.Migration{Name: "payoutkit_btc_0001_init", Comment: "payoutkit Bitcoin processor"}
 	init.Up = func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-		blob, boolean := "BLOB", "INTEGER"
+		blob, boolean := bundsn.Blob(m.DB()), "INTEGER"
 		if m.DB().Dialect().Name() == dialect.PG {
-			blob, boolean = "BYTEA", "BOOLEAN"
+			boolean = "BOOLEAN"
 		}
-		return execAll(ctx, m.DB(),
+		return bundsn.ExecAll(ctx, m.DB(),
 			`CREATE TABLE IF NOT EXISTS payoutkit_btc_utxos (
 				wallet TEXT NOT NULL,
 				txid TEXT NOT NULL,
@@ -182,11 +182,8 @@ func migrations() []migrate.Migration {
 	}
 	payouts := migrate.Migration{Name: "payoutkit_btc_0002_payouts", Comment: "payoutkit Bitcoin processor: payouts and transactions"}
 	payouts.Up = func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-		blob := "BLOB"
-		if m.DB().Dialect().Name() == dialect.PG {
-			blob = "BYTEA"
-		}
-		return execAll(ctx, m.DB(),
+		blob := bundsn.Blob(m.DB())
+		return bundsn.ExecAll(ctx, m.DB(),
 			`ALTER TABLE payoutkit_btc_utxos ADD COLUMN reserved_by TEXT NOT NULL DEFAULT ''`,
 			`CREATE TABLE IF NOT EXISTS payoutkit_btc_txs (
 				txid TEXT PRIMARY KEY,
@@ -227,7 +224,7 @@ func migrations() []migrate.Migration {
 	}
 	leases := migrate.Migration{Name: "payoutkit_btc_0003_leases", Comment: "payoutkit Bitcoin processor: a lease per wallet"}
 	leases.Up = func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-		return execAll(ctx, m.DB(),
+		return bundsn.ExecAll(ctx, m.DB(),
 			`CREATE TABLE IF NOT EXISTS payoutkit_btc_leases (
 				wallet TEXT PRIMARY KEY,
 				holder TEXT NOT NULL,
@@ -242,16 +239,4 @@ func migrations() []migrate.Migration {
 	}
 	init.Down, payouts.Down, leases.Down = down, down, down
 	return []migrate.Migration{init, payouts, leases}
-}
-
-// execAll runs statements in one database transaction.
-func execAll(ctx context.Context, db *bun.DB, stmts ...string) error {
-	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		for _, q := range stmts {
-			if _, err := tx.ExecContext(ctx, q); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/migrate"
 
 	"github.com/payoutkit/payoutkit/internal/bundsn"
@@ -101,54 +100,43 @@ func Migrate(ctx context.Context, db *bun.DB) error {
 func migrations() []migrate.Migration {
 	init := migrate.Migration{Name: "payoutkit_evm_0001_init", Comment: "payoutkit EVM processor"}
 	init.Up = func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-		blob := "BLOB"
-		if m.DB().Dialect().Name() == dialect.PG {
-			blob = "BYTEA"
-		}
-		return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			for _, q := range []string{
-				`CREATE TABLE IF NOT EXISTS payoutkit_evm_nonces (
-					chain_id BIGINT NOT NULL,
-					sender TEXT NOT NULL,
-					next_nonce BIGINT NOT NULL,
-					PRIMARY KEY (chain_id, sender))`,
-				`CREATE TABLE IF NOT EXISTS payoutkit_evm_transfers (
-					idempotency_key TEXT PRIMARY KEY,
-					workspace_id TEXT NOT NULL,
-					payout_id TEXT NOT NULL,
-					network TEXT NOT NULL,
-					chain_id BIGINT NOT NULL,
-					sender TEXT NOT NULL,
-					nonce BIGINT NOT NULL,
-					asset TEXT NOT NULL,
-					recipient TEXT NOT NULL,
-					contract TEXT NOT NULL,
-					asset_amount TEXT NOT NULL,
-					units TEXT NOT NULL,
-					places INTEGER NOT NULL,
-					state TEXT NOT NULL,
-					attempts INTEGER NOT NULL,
-					signed_at BIGINT NOT NULL,
-					created_at BIGINT NOT NULL,
-					txid TEXT NOT NULL,
-					UNIQUE (chain_id, sender, nonce))`,
-				`CREATE INDEX IF NOT EXISTS payoutkit_evm_transfers_pending ON payoutkit_evm_transfers (state, chain_id)`,
-				`CREATE TABLE IF NOT EXISTS payoutkit_evm_txs (
-					hash TEXT PRIMARY KEY,
-					idempotency_key TEXT NOT NULL REFERENCES payoutkit_evm_transfers (idempotency_key),
-					attempt INTEGER NOT NULL,
-					raw ` + blob + ` NOT NULL,
-					tip_cap TEXT NOT NULL,
-					fee_cap TEXT NOT NULL,
-					created_at BIGINT NOT NULL,
-					UNIQUE (idempotency_key, attempt))`,
-			} {
-				if _, err := tx.ExecContext(ctx, q); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		return bundsn.ExecAll(ctx, m.DB(),
+			`CREATE TABLE IF NOT EXISTS payoutkit_evm_nonces (
+				chain_id BIGINT NOT NULL,
+				sender TEXT NOT NULL,
+				next_nonce BIGINT NOT NULL,
+				PRIMARY KEY (chain_id, sender))`,
+			`CREATE TABLE IF NOT EXISTS payoutkit_evm_transfers (
+				idempotency_key TEXT PRIMARY KEY,
+				workspace_id TEXT NOT NULL,
+				payout_id TEXT NOT NULL,
+				network TEXT NOT NULL,
+				chain_id BIGINT NOT NULL,
+				sender TEXT NOT NULL,
+				nonce BIGINT NOT NULL,
+				asset TEXT NOT NULL,
+				recipient TEXT NOT NULL,
+				contract TEXT NOT NULL,
+				asset_amount TEXT NOT NULL,
+				units TEXT NOT NULL,
+				places INTEGER NOT NULL,
+				state TEXT NOT NULL,
+				attempts INTEGER NOT NULL,
+				signed_at BIGINT NOT NULL,
+				created_at BIGINT NOT NULL,
+				txid TEXT NOT NULL,
+				UNIQUE (chain_id, sender, nonce))`,
+			`CREATE INDEX IF NOT EXISTS payoutkit_evm_transfers_pending ON payoutkit_evm_transfers (state, chain_id)`,
+			`CREATE TABLE IF NOT EXISTS payoutkit_evm_txs (
+				hash TEXT PRIMARY KEY,
+				idempotency_key TEXT NOT NULL REFERENCES payoutkit_evm_transfers (idempotency_key),
+				attempt INTEGER NOT NULL,
+				raw `+bundsn.Blob(m.DB())+` NOT NULL,
+				tip_cap TEXT NOT NULL,
+				fee_cap TEXT NOT NULL,
+				created_at BIGINT NOT NULL,
+				UNIQUE (idempotency_key, attempt))`,
+		)
 	}
 	init.Down = func(context.Context, *migrate.Migrator, *migrate.Migration) error {
 		return errors.New("evm: the processor's migrations cannot be rolled back")
